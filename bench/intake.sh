@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# Intake benchmark: `forgehand serve` on SQLite against GitHub's own Node
+# toolkit (@octokit/webhooks 14, createNodeMiddleware, verification only),
+# the same signed ~9 KB `issues` deliveries sent by `wrk -t2 -c32` to both,
+# in one run. See bench/README.md.
+#
+#   bash bench/intake.sh            # DURATION=15 (seconds of the measured run)
+#
+# Environment: DURATION (15), WARMUP (2), FORGEHAND_BIN (skip the cargo build
+# and use this binary), FORGEHAND_PORT / OCTOKIT_PORT (a free port each),
+# STOP_SIGNAL (TERM; KILL checks that every 202 was committed before it was
+# sent, with no graceful shutdown to flush anything), BENCH_DRAIN_MS (250,
+# see bench/wrk/signed.lua), KEEP_TMP=1 keeps the temp dir (db and logs).
+#
+# Exits non-zero if a server fails to start or if the accepted deliveries
+# recorded in the database differ from the 202 responses wrk received (plus,
+# exactly, those accepted as wrk stopped, whose answers it never read).
+# The targets (>= 2x the toolkit's requests/s, p99 < 10 ms) are reported,
+# not enforced.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+cd "$REPO"
+
+DURATION=${DURATION:-15}
+WARMUP=${WARMUP:-2}
+THREADS=2
+CONNECTIONS=32
+STOP_SIGNAL=${STOP_SIGNAL:-TERM}
+WEBHOOK_PATH=/webhooks/github
+RESULTS="$REPO/bench/results"
+
+for v in DURATION WARMUP; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a whole number of seconds, got '${!v}'" >&2; exit 2; }
+done
+
+log() { printf '\n== %s\n' "$*"; }
+die() { printf 'intake.sh: %s\n' "$*" >&2; exit 1; }
+
+# ------------------------------------------------------------------ tools
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else "$@"; fi; }
+
+apt_install() {
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" \
+    || { as_root apt-get update && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"; }
+}
+
+missing=()
+command -v wrk >/dev/null || missing+=(wrk)
+command -v sqlite3 >/dev/null || missing+=(sqlite3)
+command -v curl >/dev/null || missing+=(curl)
+command -v python3 >/dev/null || missing+=(python3)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if ((${#missing[@]})); then
+  log "installing ${missing[*]}"
+  apt_install "${missing[@]}"
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+((node_major >= 20)) || die "@octokit/webhooks 14 needs Node >= 20, found $(node --version)"
+
+if [[ ! -f bench/octokit/node_modules/@octokit/webhooks/package.json ]]; then
+  log "npm ci (bench/octokit)"
+  (cd bench/octokit && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; })
+fi
+OCTOKIT_VERSION=$(node -p 'require("./bench/octokit/node_modules/@octokit/webhooks/package.json").version')
+
+if [[ -n ${FORGEHAND_BIN:-} ]]; then
+  BIN=$(readlink -f "$FORGEHAND_BIN" || true)
+else
+  log "cargo build --release -p forgehand-bot --bin forgehand"
+  cargo build --release -p forgehand-bot --bin forgehand
+  BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/forgehand"
+fi
+[[ -x $BIN ]] || die "no forgehand binary at $BIN"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+FH_PORT=${FORGEHAND_PORT:-$(free_port)}
+OCTO_PORT=${OCTOKIT_PORT:-$(free_port)}
+[[ $FH_PORT != "$OCTO_PORT" ]] || OCTO_PORT=$(free_port)
+
+# ------------------------------------------------------------------ setup
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/forgehand-bench.XXXXXX")
+DB="$TMP/bench.db"
+FH_PID=
+OCTO_PID=
+OK=0
+
+stop_pid() { # pid signal timeout_s -> exit status of the process
+  local pid=$1 sig=$2 t=$3 rc=0
+  kill -"$sig" "$pid" 2>/dev/null || true
+  for ((i = 0; i < t * 10; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "process $pid still running ${t}s after SIG$sig: killing it" >&2
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || rc=$?
+  return "$rc"
+}
+
+cleanup() {
+  [[ -n $FH_PID ]] && stop_pid "$FH_PID" KILL 5 || true
+  [[ -n $OCTO_PID ]] && stop_pid "$OCTO_PID" KILL 5 || true
+  if [[ $OK == 1 && -z ${KEEP_TMP:-} ]]; then
+    rm -rf "$TMP"
+  else
+    echo "temp dir kept: $TMP (database, server logs, wrk output)" >&2
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SECRET="bench-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+mkdir -p "$RESULTS"
+log "payload"
+python3 bench/make_payload.py "$SECRET" "$RESULTS"
+export BENCH_PAYLOAD="$RESULTS/payload.json" BENCH_SIGNATURE="$RESULTS/payload.sig"
+
+wait_healthy() { # name port pid log
+  local name=$1 port=$2 pid=$3 logf=$4
+  for ((i = 0; i < 600; i++)); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "--- $logf" >&2; tail -n 40 "$logf" >&2 || true
+      die "$name exited before answering GET /healthz"
+    fi
+    if [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "http://127.0.0.1:$port/healthz" || true) == 200 ]]; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "--- $logf" >&2; tail -n 40 "$logf" >&2 || true
+  die "$name did not answer 200 on GET /healthz within 60 s"
+}
+
+RUN_BASE=$(date +%s)
+RUN_NO=0
+WRK_CMD="wrk -t$THREADS -c$CONNECTIONS -d${DURATION}s --latency -s bench/wrk/signed.lua http://127.0.0.1:<port>$WEBHOOK_PATH"
+
+run_wrk() { # name port seconds show -> writes $TMP/<name>.wrk.txt
+  local name=$1 port=$2 secs=$3 show=$4
+  RUN_NO=$((RUN_NO + 1))
+  local cmd=(wrk "-t$THREADS" "-c$CONNECTIONS" "-d${secs}s" --latency -s bench/wrk/signed.lua
+             "http://127.0.0.1:$port$WEBHOOK_PATH")
+  export BENCH_RUN=$((RUN_BASE + RUN_NO)) BENCH_DURATION=$secs BENCH_UNANSWERED_FILE="$TMP/$name.unanswered"
+  if [[ $show == 1 ]]; then
+    echo "\$ BENCH_RUN=$BENCH_RUN BENCH_DURATION=$secs ${cmd[*]}"
+    "${cmd[@]}" | tee "$TMP/$name.wrk.txt"
+  else
+    "${cmd[@]}" > "$TMP/$name.wrk.txt"
+  fi
+  grep -q '^BENCH_RESULT ' "$TMP/$name.wrk.txt" || die "wrk printed no BENCH_RESULT line for $name (see $TMP/$name.wrk.txt)"
+}
+
+# ------------------------------------------------------------------ forgehand
+log "forgehand serve on 127.0.0.1:$FH_PORT (sqlite $DB)"
+# Started in the temp dir, so that no forgehand.toml lying in the repo applies.
+(cd "$TMP" &&
+  FORGEHAND_SERVER__LISTEN="127.0.0.1:$FH_PORT" \
+  FORGEHAND_DATABASE__URL="sqlite://$DB" \
+  FORGEHAND_GITHUB__WEBHOOK_SECRET="$SECRET" \
+  FORGEHAND_BOT__USERNAME=forgehand \
+  FORGEHAND_BOT__LABEL=forgehand \
+  FORGEHAND_QUEUE__WORKERS=0 \
+  FORGEHAND_LOG__LEVEL=warn \
+  exec "$BIN" serve) > "$TMP/forgehand.log" 2>&1 &
+FH_PID=$!
+wait_healthy forgehand "$FH_PORT" "$FH_PID" "$TMP/forgehand.log"
+echo "warm-up ${WARMUP}s"
+run_wrk forgehand-warmup "$FH_PORT" "$WARMUP" 0
+run_wrk forgehand "$FH_PORT" "$DURATION" 1
+echo "stopping forgehand (SIG$STOP_SIGNAL)"
+FH_RC=0
+stop_pid "$FH_PID" "$STOP_SIGNAL" 30 || FH_RC=$?
+FH_PID=
+echo "forgehand exited with status $FH_RC"
+[[ -s $TMP/forgehand.log ]] && { echo "--- forgehand log (last lines)"; tail -n 10 "$TMP/forgehand.log"; }
+
+ACCEPTED_ROWS=$(sqlite3 "$DB" "select count(*) from deliveries where outcome='accepted'") \
+  || die "could not count deliveries in $DB"
+OUTCOMES=$(sqlite3 "$DB" "select outcome || '=' || count(*) from deliveries group by outcome order by outcome" | paste -sd' ' -)
+JOBS=$(sqlite3 "$DB" "select count(*) from jobs" 2>/dev/null || echo "?")
+# Deliveries sent but never answered to wrk (cut off by its stop; listed
+# when forgehand echoes delivery ids) may still have been accepted: count them.
+UNANSWERED=$(cat "$TMP"/forgehand-warmup.unanswered "$TMP"/forgehand.unanswered | sed "s/.*/'&'/" | paste -sd, -)
+LATE_ROWS=0
+if [[ -n $UNANSWERED ]]; then
+  LATE_ROWS=$(sqlite3 "$DB" "select count(*) from deliveries where outcome='accepted' and delivery_id in ($UNANSWERED)") \
+    || die "could not look up the unanswered delivery ids in $DB"
+fi
+echo "deliveries by outcome: ${OUTCOMES:-none}; jobs: $JOBS"
+
+# ------------------------------------------------------------------ octokit
+log "@octokit/webhooks $OCTOKIT_VERSION createNodeMiddleware on 127.0.0.1:$OCTO_PORT"
+(cd bench/octokit && BENCH_SECRET="$SECRET" BENCH_PORT="$OCTO_PORT" exec node server.mjs) > "$TMP/octokit.log" 2>&1 &
+OCTO_PID=$!
+wait_healthy octokit "$OCTO_PORT" "$OCTO_PID" "$TMP/octokit.log"
+echo "warm-up ${WARMUP}s"
+run_wrk octokit-warmup "$OCTO_PORT" "$WARMUP" 0
+run_wrk octokit "$OCTO_PORT" "$DURATION" 1
+stop_pid "$OCTO_PID" TERM 10 || true
+OCTO_PID=
+
+# ------------------------------------------------------------------ report
+STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
+export TMP STAMP RESULTS ACCEPTED_ROWS LATE_ROWS OUTCOMES JOBS WRK_CMD DURATION WARMUP STOP_SIGNAL OCTOKIT_VERSION FH_RC
+export NODE_VERSION=$(node --version) WRK_VERSION=$(wrk -v 2>&1 | head -n1 | awk '{print $2}')
+export GIT_REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo none)
+set +e
+python3 - <<'PY'
+import json, os, platform, sys
+
+tmp = os.environ["TMP"]
+
+def result(name):
+    with open(os.path.join(tmp, name + ".wrk.txt")) as f:
+        for line in f:
+            if line.startswith("BENCH_RESULT "):
+                return json.loads(line[len("BENCH_RESULT "):])
+    sys.exit(f"no BENCH_RESULT in {name}")
+
+runs = {n: result(n) for n in ("forgehand-warmup", "forgehand", "octokit-warmup", "octokit")}
+fh, oc = runs["forgehand"], runs["octokit"]
+n202 = sum(r["status"].get("202", 0) for r in (runs["forgehand-warmup"], fh))
+in_flight = sum(r["in_flight_at_stop"] for r in (runs["forgehand-warmup"], fh))
+rows = int(os.environ["ACCEPTED_ROWS"])
+late = int(os.environ["LATE_ROWS"])
+fh_runs = (runs["forgehand-warmup"], fh)
+# forgehand's answers also say "outcome": 202 is also its answer to a
+# delivery it ignores. A 202 that says something else than "accepted" is not
+# counted; one that says nothing is.
+said_accepted = sum(r.get("outcomes", {}).get("accepted", 0) for r in fh_runs)
+said_any = sum(sum(r.get("outcomes", {}).values()) for r in fh_runs)
+said_other = said_any - said_accepted
+ids_echoed = all(r.get("ids_echoed") for r in fh_runs)
+accepted_answers = n202 - said_other
+# Exact: every accepted answer wrk read has its row, and the only other
+# accepted rows are deliveries whose answer wrk never read (ids listed).
+recorded_ok = accepted_answers > 0 and rows == accepted_answers + late
+ratio = fh["rps"] / oc["rps"] if oc["rps"] else float("inf")
+ms = lambda us: us / 1000.0
+
+def side(r):
+    return {
+        "requests_per_s": r["rps"],
+        "p50_ms": ms(r["p50_us"]),
+        "p90_ms": ms(r["p90_us"]),
+        "p99_ms": ms(r["p99_us"]),
+        "max_ms": ms(r["max_us"]),
+        "requests": r["requests"],
+        "non_2xx": r["non_2xx"],
+        "status": r["status"],
+        "outcomes": r.get("outcomes", {}),
+        "socket_errors": r["errors"],
+        "unanswered_at_stop": r["in_flight_at_stop"],
+    }
+
+report = {
+    "benchmark": "intake",
+    "date": os.environ["STAMP"],
+    "git_rev": os.environ["GIT_REV"],
+    "wrk_command": os.environ["WRK_CMD"],
+    "duration_s": int(os.environ["DURATION"]),
+    "warmup_s": int(os.environ["WARMUP"]),
+    "payload_bytes": fh["payload_bytes"],
+    "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+    "versions": {"wrk": os.environ["WRK_VERSION"], "node": os.environ["NODE_VERSION"],
+                 "octokit_webhooks": os.environ["OCTOKIT_VERSION"]},
+    "forgehand": side(fh),
+    "octokit": side(oc),
+    "ratio_rps_forgehand_over_octokit": round(ratio, 3),
+    "recording": {
+        "responses_202_incl_warmup": n202,
+        "responses_saying_accepted_incl_warmup": said_accepted if said_any else None,
+        "accepted_rows_for_answers_wrk_never_read": late if ids_echoed else None,
+        "accepted_rows": rows,
+        "deliveries_by_outcome": os.environ["OUTCOMES"],
+        "jobs": os.environ["JOBS"],
+        "unanswered_at_stop": in_flight,
+        "stop_signal": os.environ["STOP_SIGNAL"],
+        "forgehand_exit_status": int(os.environ["FH_RC"]),
+        "every_accepted_delivery_recorded": recorded_ok,
+    },
+    "targets": {
+        "rps_at_least_2x_octokit": ratio >= 2.0,
+        "forgehand_p99_under_10ms": ms(fh["p99_us"]) < 10.0,
+    },
+}
+path = os.path.join(os.environ["RESULTS"], f"intake-{os.environ['STAMP']}.json")
+with open(path, "w") as f:
+    json.dump(report, f, indent=2)
+    f.write("\n")
+
+yes = lambda b: "yes" if b else "NO"
+print()
+print("== intake benchmark:", report["payload_bytes"], "byte signed issues deliveries")
+print("   " + report["wrk_command"])
+print(f"   (x2: forgehand then octokit; {report['warmup_s']} s warm-up each, not counted)")
+print()
+print(f"{'':22}{'forgehand':>14}{'octokit ' + report['versions']['octokit_webhooks']:>18}")
+for label, key, fmt in (("requests/s", "requests_per_s", "{:.0f}"),
+                        ("p50 latency (ms)", "p50_ms", "{:.2f}"),
+                        ("p99 latency (ms)", "p99_ms", "{:.2f}"),
+                        ("non-2xx responses", "non_2xx", "{}"),
+                        ("requests", "requests", "{}")):
+    print(f"{label:22}{fmt.format(report['forgehand'][key]):>14}{fmt.format(report['octokit'][key]):>18}")
+print()
+print(f"ratio forgehand/octokit requests/s: {ratio:.2f}x   target >= 2x: {yes(ratio >= 2.0)}")
+print(f"forgehand p99 {ms(fh['p99_us']):.2f} ms          target < 10 ms: {yes(report['targets']['forgehand_p99_under_10ms'])}")
+print(f"accepted deliveries recorded: {rows} rows for {n202} responses 202"
+      + (f" ({said_accepted} saying accepted)" if said_any else "")
+      + (f" + {late} accepted as wrk stopped, answer unread" if late else "")
+      + f", warm-up included, SIG{os.environ['STOP_SIGNAL']}: {yes(recorded_ok)}")
+if said_other:
+    print(f"note: {said_other} answers 202 said something else than accepted (ignored deliveries?)")
+if in_flight and not ids_echoed:
+    print(f"note: wrk had {in_flight} forgehand request(s) unanswered when it stopped "
+          "and the answers do not echo delivery ids"
+          + ("" if recorded_ok else "; if the server recorded them, raise BENCH_DRAIN_MS"))
+if n202 == 0:
+    print("error: forgehand answered no request with 202: nothing was measured")
+print(f"\nwritten: {path}")
+sys.exit(0 if recorded_ok else 3)
+PY
+status=$?
+set -e
+if [[ $status -ne 0 ]]; then
+  die "the accepted deliveries in the database do not match the 202 responses (see above)"
+fi
+OK=1

@@ -1,0 +1,250 @@
+-- wrk script for bench/intake.sh: signed GitHub `issues` deliveries.
+--
+--   wrk -t2 -c32 -d15s --latency -s bench/wrk/signed.lua http://127.0.0.1:PORT/webhooks/github
+--
+-- Every request is a POST of the same body (bench/make_payload.py writes it)
+-- with the headers GitHub sends: X-GitHub-Event: issues, its own
+-- X-GitHub-Delivery (UUID-shaped: run tag, thread number, per-thread counter),
+-- and X-Hub-Signature-256: sha256=<hex HMAC of the body>. The signature only
+-- covers the body, so it is computed once, by make_payload.py.
+--
+-- Environment (all optional):
+--   BENCH_PAYLOAD    body file      (default bench/results/payload.json)
+--   BENCH_SIGNATURE  hex signature  (default bench/results/payload.sig)
+--   BENCH_RUN        run tag, a number; give every wrk run against the same
+--                    database its own, or the server sees duplicate ids
+--                    (default: the time)
+--   BENCH_DURATION   the run's -d in seconds. When set, the last
+--   BENCH_DRAIN_MS   (default 250) ms of the run send no new requests, so
+--                    that normally nothing is in flight when wrk stops.
+--                    (An idle connection is given an empty request, which
+--                    wrk writes as nothing and then waits on.)
+--   BENCH_UNANSWERED_FILE  where done() lists the delivery ids that were
+--                    sent but whose answer wrk never read (see below)
+--
+-- Exact accounting. A request cut off by wrk's stop may still have been
+-- accepted and recorded by the server, without wrk seeing its 202. The drain
+-- makes that rare; for the rest, when the server echoes the delivery id in
+-- its answer (forgehand: {"outcome":"accepted","delivery_id":..,"jobs":..}),
+-- each thread notes which of its ids were answered, and done() lists the
+-- others, so that the database can be checked delivery by delivery.
+--
+-- done() prints the responses by status (and the 202s by the `outcome` field
+-- of a JSON answer, where there is one) and one machine-readable line:
+--   BENCH_RESULT {"requests":..,"rps":..,"p50_us":..,"p99_us":..,"status":{"202":..},..}
+
+local payload_path = os.getenv("BENCH_PAYLOAD") or "bench/results/payload.json"
+local signature_path = os.getenv("BENCH_SIGNATURE") or "bench/results/payload.sig"
+
+local function slurp(path)
+   local f = assert(io.open(path, "rb"))
+   local data = f:read("*a")
+   f:close()
+   return data
+end
+
+local body = slurp(payload_path)
+local signature = slurp(signature_path):gsub("%s+", "")
+assert(signature:match("^%x+$") and #signature == 64,
+       signature_path .. " must hold a hex HMAC-SHA256")
+
+local run = (tonumber(os.getenv("BENCH_RUN") or "") or os.time()) % 4294967296
+local duration_s = tonumber(os.getenv("BENCH_DURATION") or "")
+local drain_ms = tonumber(os.getenv("BENCH_DRAIN_MS") or "") or 250
+
+local function delivery_id(thread_no, counter)
+   return string.format("%08x-%04x-4000-8000-%012x", run, thread_no, counter)
+end
+
+-- Wall clock in ms (LuaJIT's ffi; plain Lua has only whole seconds).
+local ffi = require("ffi")
+ffi.cdef [[
+   typedef struct { long tv_sec; long tv_nsec; } bench_timespec;
+   int clock_gettime(int clk_id, bench_timespec *tp);
+]]
+local ts = ffi.new("bench_timespec")
+local function now_ms()
+   ffi.C.clock_gettime(1, ts) -- CLOCK_MONOTONIC
+   return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+end
+
+---------------------------------------------------------------- setup/done
+-- (these run in the main Lua state; the threads have their own states)
+
+local threads = {}
+
+function setup(thread)
+   table.insert(threads, thread)
+   thread:set("thread_no", #threads)
+   -- wrk calls request() once in the first thread's state to check the
+   -- request before any connection exists: that one is not sent.
+   thread:set("unsent_calls", #threads == 1 and 1 or 0)
+end
+
+local function json_string(s)
+   return '"' .. tostring(s):gsub('[%c"\\]', function(c)
+      return string.format("\\u%04x", c:byte())
+   end) .. '"'
+end
+
+local function add_counts(into, from)
+   for k, n in pairs(from or {}) do
+      into[k] = (into[k] or 0) + n
+   end
+end
+
+function done(summary, latency, requests)
+   local status, outcomes, sent, answered = {}, {}, 0, 0
+   local ids_echoed, unanswered = true, {}
+   for _, thread in ipairs(threads) do
+      local counts = thread:get("status_counts") or {}
+      add_counts(status, counts)
+      for _, n in pairs(counts) do answered = answered + n end
+      add_counts(outcomes, thread:get("outcome_counts"))
+      sent = sent + (thread:get("sent") or 0)
+      if thread:get("ids_echoed") then
+         local no = thread:get("thread_no")
+         local seen = thread:get("answered_ids") or {}
+         local unsent = thread:get("unsent_ids") or {}
+         for c = 1, thread:get("counter") or 0 do
+            if not seen[c] and not unsent[c] then
+               table.insert(unanswered, delivery_id(no, c))
+            end
+         end
+      else
+         ids_echoed = false
+      end
+   end
+   if answered == 0 then ids_echoed = false end
+
+   local codes = {}
+   for code in pairs(status) do table.insert(codes, code) end
+   table.sort(codes)
+   local non2xx = 0
+   io.write("Responses by status:\n")
+   local parts = {}
+   for _, code in ipairs(codes) do
+      io.write(string.format("  %d: %d\n", code, status[code]))
+      if code < 200 or code > 299 then non2xx = non2xx + status[code] end
+      table.insert(parts, string.format('"%d":%d', code, status[code]))
+   end
+   local oparts = {}
+   for outcome, n in pairs(outcomes) do
+      io.write(string.format("  202 saying %s: %d\n", outcome, n))
+      table.insert(oparts, string.format('%s:%d', json_string(outcome), n))
+   end
+   table.sort(oparts)
+   local in_flight = sent - answered
+   io.write(string.format("  sent %d, answered %d, unanswered at stop %d\n",
+                          sent, answered, in_flight))
+
+   local unanswered_file = os.getenv("BENCH_UNANSWERED_FILE")
+   if unanswered_file then
+      local f = assert(io.open(unanswered_file, "w"))
+      if ids_echoed then
+         for _, id in ipairs(unanswered) do f:write(id, "\n") end
+      end
+      f:close()
+   end
+
+   local e = summary.errors
+   local seconds = summary.duration / 1e6
+   local fields = {
+      string.format('"requests":%d', summary.requests),
+      string.format('"duration_us":%d', summary.duration),
+      string.format('"rps":%.2f', summary.requests / seconds),
+      string.format('"bytes":%d', summary.bytes),
+      string.format('"p50_us":%d', latency:percentile(50)),
+      string.format('"p75_us":%d', latency:percentile(75)),
+      string.format('"p90_us":%d', latency:percentile(90)),
+      string.format('"p99_us":%d', latency:percentile(99)),
+      string.format('"max_us":%d', latency.max),
+      string.format('"mean_us":%.1f', latency.mean),
+      '"status":{' .. table.concat(parts, ",") .. '}',
+      string.format('"non_2xx":%d', non2xx),
+      '"outcomes":{' .. table.concat(oparts, ",") .. '}',
+      string.format('"sent":%d', sent),
+      string.format('"in_flight_at_stop":%d', in_flight),
+      string.format('"ids_echoed":%s', tostring(ids_echoed)),
+      ids_echoed and string.format('"unanswered_ids":%d', #unanswered) or '"unanswered_ids":null',
+      string.format('"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d}',
+                    e.connect, e.read, e.write, e.status, e.timeout),
+      string.format('"run":%d', run),
+      '"payload":' .. json_string(payload_path),
+      string.format('"payload_bytes":%d', #body),
+   }
+   io.write("BENCH_RESULT {" .. table.concat(fields, ",") .. "}\n")
+end
+
+---------------------------------------------------------------- running
+-- (each thread's own state; globals so that done() can read them)
+
+thread_no = 0
+unsent_calls = 0
+counter = 0
+sent = 0
+status_counts = {}
+outcome_counts = {}
+answered_ids = {} -- counter -> true, for answers that echo our delivery id
+unsent_ids = {}   -- counters used by wrk's check call, never sent
+ids_echoed = true -- every answer so far carried one of this thread's ids
+
+local head, tail, deadline, id_prefix
+
+function init(args)
+   -- The request is built by hand around the one part that changes:
+   -- cheaper than wrk.format() of a 9 KB body for every request.
+   local lines = {
+      string.format("POST %s HTTP/1.1", wrk.path),
+      "Host: " .. wrk.headers["Host"],
+      "User-Agent: GitHub-Hookshot/bench",
+      "Accept: */*",
+      "Content-Type: application/json",
+      "X-GitHub-Event: issues",
+      "X-GitHub-Hook-ID: 292430182",
+      "X-GitHub-Hook-Installation-Target-Type: repository",
+      "X-GitHub-Hook-Installation-Target-ID: 186853002",
+      "X-Hub-Signature-256: sha256=" .. signature,
+      string.format("Content-Length: %d", #body),
+   }
+   head = table.concat(lines, "\r\n") .. "\r\nX-GitHub-Delivery: "
+   tail = "\r\n\r\n" .. body
+   id_prefix = delivery_id(thread_no, 0):sub(1, 24)
+   if duration_s then
+      deadline = now_ms() + duration_s * 1000 - drain_ms
+   end
+end
+
+function request()
+   if deadline and unsent_calls == 0 and now_ms() >= deadline then
+      return "" -- draining: this connection goes idle
+   end
+   counter = counter + 1
+   if unsent_calls > 0 then
+      unsent_calls = unsent_calls - 1
+      unsent_ids[counter] = true
+   else
+      sent = sent + 1
+   end
+   return head .. delivery_id(thread_no, counter) .. tail
+end
+
+function response(status, headers, body)
+   status_counts[status] = (status_counts[status] or 0) + 1
+   -- forgehand says in its answer what it made of the delivery
+   -- ({"outcome":"accepted","delivery_id":..}); it answers 202 to one it
+   -- ignores too. Counted for 202 answers; the toolkit answers "ok".
+   local outcome = status == 202 and body and body:match('"outcome"%s*:%s*"(%a+)"')
+   if outcome then
+      outcome_counts[outcome] = (outcome_counts[outcome] or 0) + 1
+   end
+   if ids_echoed then
+      local id = body and body:match('"delivery_id"%s*:%s*"([%x%-]+)"')
+      if id and #id == 36 and id:sub(1, 24) == id_prefix then
+         answered_ids[tonumber(id:sub(25), 16)] = true
+      else
+         ids_echoed = false
+         answered_ids = {}
+      end
+   end
+end

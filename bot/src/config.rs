@@ -1,0 +1,377 @@
+//! Configuration: `forgehand.toml` overlaid with `FORGEHAND_<SECTION>__<KEY>`
+//! environment variables, validated once at start-up. Secrets are held in
+//! `SecretString` and only ever printed redacted.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The variable naming the configuration file; it is not a configuration
+/// key itself, so it is kept out of the environment overlay.
+pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
+const ENV_PREFIX: &str = "FORGEHAND_";
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    pub github: ForgeSecrets,
+    pub gitea: ForgeSecrets,
+    pub api: ApiConfig,
+    pub bot: BotConfig,
+    pub queue: QueueConfig,
+    pub log: LogConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address the HTTP server binds.
+    pub listen: String,
+    /// Largest webhook body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How long a stopping server waits for running jobs before it
+    /// releases them back to the queue.
+    pub shutdown_grace_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// `sqlite://path` (created when missing). PostgreSQL is planned for
+    /// deployments with several replicas.
+    pub url: String,
+    /// Deliveries waiting to be written are committed together, up to
+    /// this many per transaction.
+    pub intake_batch_max: usize,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForgeSecrets {
+    /// Webhook secrets; any one of them verifies a delivery, so a new
+    /// secret can be added before the old one is removed.
+    #[serde(deserialize_with = "secret_list", serialize_with = "redact_list")]
+    pub webhook_secret: Vec<SecretString>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiConfig {
+    /// Bearer token of the operator API. Without it the API is off.
+    #[serde(deserialize_with = "optional_secret", serialize_with = "redact_option")]
+    pub token: Option<SecretString>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BotConfig {
+    /// The bot's own user on the forge: mentions, assignments and "never
+    /// react to yourself" all key on it.
+    pub username: String,
+    /// The label that asks Forgehand to work on an issue.
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// Jobs run at once by this node; 0 makes an intake-only node.
+    pub workers: usize,
+    /// Attempts before a job is dead-lettered.
+    pub max_attempts: u32,
+    /// How long a claim holds without a heartbeat.
+    pub lease_secs: u64,
+    /// First retry delay; doubled on each further attempt.
+    pub retry_base_secs: u64,
+    pub retry_max_secs: u64,
+    /// How often an idle worker looks for work other nodes queued.
+    pub poll_interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A `tracing` filter: `info`, `forgehand_bot=debug,info`, …
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            server: ServerConfig::default(),
+            database: DatabaseConfig::default(),
+            github: ForgeSecrets::default(),
+            gitea: ForgeSecrets::default(),
+            api: ApiConfig::default(),
+            bot: BotConfig::default(),
+            queue: QueueConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 25 * 1024 * 1024,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            url: "sqlite://forgehand.db".into(),
+            intake_batch_max: 256,
+        }
+    }
+}
+
+impl Default for BotConfig {
+    fn default() -> Self {
+        BotConfig {
+            username: "forgehand".into(),
+            label: "forgehand".into(),
+        }
+    }
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            workers: 2,
+            max_attempts: 5,
+            lease_secs: 60,
+            retry_base_secs: 10,
+            retry_max_secs: 3600,
+            poll_interval_ms: 1000,
+        }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+impl QueueConfig {
+    pub fn lease(&self) -> Duration {
+        Duration::from_secs(self.lease_secs)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("invalid configuration:\n{}", .0.iter().map(|e| format!("  - {e}")).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<String>),
+}
+
+impl Config {
+    /// Loads the file (when given, or `forgehand.toml` when it exists in
+    /// the working directory) and then the environment, and validates.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_from(path, env)
+    }
+
+    /// Like [`Config::load`], with the environment given explicitly so
+    /// tests don't depend on the process's.
+    pub fn load_from(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut builder = config::Config::builder();
+        match path {
+            Some(p) if !p.exists() => return Err(ConfigError::MissingFile(p.to_owned())),
+            Some(p) => {
+                builder = builder.add_source(config::File::from(p).format(config::FileFormat::Toml))
+            }
+            None => {
+                builder =
+                    builder.add_source(config::File::with_name("forgehand.toml").required(false))
+            }
+        }
+        let overlay: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_PATH_VAR)
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix("FORGEHAND")
+                .prefix_separator("_")
+                .separator("__")
+                .source(Some(overlay)),
+        );
+        let config: Config = builder.build()?.try_deserialize()?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what types alone cannot, naming each offending key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if self.listen_addr().is_err() {
+            problems.push(format!(
+                "server.listen: `{}` is not an address like 127.0.0.1:8080",
+                self.server.listen
+            ));
+        }
+        if self.server.max_body_bytes < 1024 {
+            problems.push("server.max_body_bytes: must be at least 1024".into());
+        }
+        if !self.database.url.starts_with("sqlite:") {
+            problems.push(format!(
+                "database.url: `{}` is not supported; use sqlite://path (PostgreSQL support is planned)",
+                redact_url(&self.database.url)
+            ));
+        }
+        if self.database.intake_batch_max == 0 {
+            problems.push("database.intake_batch_max: must be at least 1".into());
+        }
+        let username = self.bot.username.trim();
+        if username.is_empty()
+            || username.contains(char::is_whitespace)
+            || username.starts_with('@')
+        {
+            problems.push(format!(
+                "bot.username: `{}` must be the bot's login on the forge, without `@` or spaces",
+                self.bot.username
+            ));
+        }
+        if self.bot.label.trim().is_empty() {
+            problems.push("bot.label: must not be empty".into());
+        }
+        if self.queue.max_attempts == 0 {
+            problems.push("queue.max_attempts: must be at least 1".into());
+        }
+        if self.queue.lease_secs < 2 {
+            problems.push(
+                "queue.lease_secs: must be at least 2 (heartbeats come every third of it)".into(),
+            );
+        }
+        if self.queue.retry_base_secs > self.queue.retry_max_secs {
+            problems.push("queue.retry_base_secs: must not exceed queue.retry_max_secs".into());
+        }
+        if self.queue.poll_interval_ms == 0 {
+            problems.push("queue.poll_interval_ms: must be at least 1".into());
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            problems.push(format!(
+                "log.level: `{}` is not a tracing filter",
+                self.log.level
+            ));
+        }
+        for (key, secrets) in [("github", &self.github), ("gitea", &self.gitea)] {
+            use secrecy::ExposeSecret;
+            if secrets
+                .webhook_secret
+                .iter()
+                .any(|s| s.expose_secret().trim().is_empty())
+            {
+                problems.push(format!("{key}.webhook_secret: contains an empty secret"));
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, std::net::AddrParseError> {
+        self.server.listen.parse()
+    }
+
+    /// Things that are valid but probably not what the operator wants.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.github.webhook_secret.is_empty() && self.gitea.webhook_secret.is_empty() {
+            warnings.push(
+                "neither github.webhook_secret nor gitea.webhook_secret is set: every webhook will be refused".into(),
+            );
+        }
+        if self.api.token.is_none() {
+            warnings.push("api.token is not set: the operator API (/api/*) is off".into());
+        }
+        warnings
+    }
+
+    /// The effective configuration as TOML, secrets replaced by a marker.
+    pub fn to_redacted_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+}
+
+const REDACTED: &str = "<redacted>";
+
+fn redact_url(url: &str) -> String {
+    match url.split_once('@') {
+        Some((_, rest)) => format!("<credentials redacted>@{rest}"),
+        None => url.to_owned(),
+    }
+}
+
+fn redact_list<S: Serializer>(list: &[SecretString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(list.iter().map(|_| REDACTED))
+}
+
+fn redact_option<S: Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(_) => s.serialize_str(REDACTED),
+        None => s.serialize_str(""),
+    }
+}
+
+/// A list of secrets, from a TOML array or a comma-separated string (the
+/// only form an environment variable can carry).
+fn secret_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SecretString>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    let raw = match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => s.split(',').map(str::to_owned).collect(),
+        OneOrMany::Many(v) => v,
+    };
+    Ok(raw
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .map(SecretString::from)
+        .collect())
+}
+
+fn optional_secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SecretString>, D::Error> {
+    let raw = Option::<String>::deserialize(d)?;
+    Ok(raw
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .map(SecretString::from))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+use std::io::Write;
+
+use secrecy::ExposeSecret;
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::Builder::new().suffix(".toml").tempfile().unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn defaults_match_the_documented_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.toml");
+    std::fs::write(&path, "").unwrap();
+    let c = Config::load_from(Some(&path), env(&[])).unwrap();
+    assert_eq!(c.server.listen, "127.0.0.1:8080");
+    assert_eq!(c.database.url, "sqlite://forgehand.db");
+    assert_eq!(c.bot.label, "forgehand");
+    assert_eq!(c.bot.username, "forgehand");
+    assert_eq!(c.server.max_body_bytes, 25 * 1024 * 1024);
+    assert!(c.github.webhook_secret.is_empty());
+    assert!(c.api.token.is_none());
+}
+
+#[test]
+fn environment_overrides_the_file_and_splits_secret_lists() {
+    let f = file("[github]\nwebhook_secret = [\"from-file\"]\n[queue]\nworkers = 3\n");
+    let c = Config::load_from(
+        Some(f.path()),
+        env(&[
+            ("FORGEHAND_GITHUB__WEBHOOK_SECRET", "new, old"),
+            ("FORGEHAND_QUEUE__WORKERS", "0"),
+            ("FORGEHAND_API__TOKEN", "t0k"),
+            ("FORGEHAND_CONFIG", "ignored: names the file, not a key"),
+            ("OTHER_VAR", "ignored"),
+        ]),
+    )
+    .unwrap();
+    let secrets: Vec<&str> = c
+        .github
+        .webhook_secret
+        .iter()
+        .map(|s| s.expose_secret())
+        .collect();
+    assert_eq!(secrets, ["new", "old"]);
+    assert_eq!(c.queue.workers, 0);
+    assert_eq!(c.api.token.unwrap().expose_secret(), "t0k");
+}
+
+#[test]
+fn a_list_in_the_file_is_a_rotation_set() {
+    let f = file("[gitea]\nwebhook_secret = [\"a\", \"b\"]\n");
+    let c = Config::load_from(Some(f.path()), env(&[])).unwrap();
+    assert_eq!(c.gitea.webhook_secret.len(), 2);
+}
+
+#[test]
+fn errors_name_the_key_and_the_problem() {
+    let f = file("[server]\nlisten = \"not an address\"\n[queue]\nmax_attempts = 0\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("server.listen: `not an address` is not an address"),
+        "{err}"
+    );
+    assert!(
+        err.contains("queue.max_attempts: must be at least 1"),
+        "{err}"
+    );
+
+    let f = file("[queue]\nworkers = \"many\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("workers"), "{err}");
+
+    let f = file("[bot]\nlabl = \"typo\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("labl"), "{err}");
+
+    let err = Config::load_from(
+        None,
+        env(&[("FORGEHAND_DATABASE__URL", "postgres://u:pw@db/x")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("database.url"), "{err}");
+    assert!(
+        !err.contains("pw"),
+        "the password leaked into an error: {err}"
+    );
+}
+
+#[test]
+fn a_missing_file_named_explicitly_is_an_error() {
+    let err =
+        Config::load_from(Some(Path::new("/nonexistent/forgehand.toml")), env(&[])).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/forgehand.toml"));
+}
+
+#[test]
+fn redacted_output_never_shows_a_secret() {
+    let c = Config::load_from(
+        None,
+        env(&[
+            ("FORGEHAND_GITHUB__WEBHOOK_SECRET", "hunter2,hunter3"),
+            ("FORGEHAND_GITEA__WEBHOOK_SECRET", "gitea-s3cret"),
+            ("FORGEHAND_API__TOKEN", "api-s3cret"),
+        ]),
+    )
+    .unwrap();
+    let shown = c.to_redacted_toml();
+    for secret in ["hunter2", "hunter3", "gitea-s3cret", "api-s3cret"] {
+        assert!(!shown.contains(secret), "{secret} in:\n{shown}");
+        assert!(
+            !format!("{c:?}").contains(secret),
+            "{secret} in Debug output"
+        );
+    }
+    assert!(shown.contains("<redacted>"));
+    assert!(shown.contains("listen = \"127.0.0.1:8080\""));
+}

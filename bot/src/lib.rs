@@ -1,0 +1,14 @@
+//! The Forgehand service: configuration, webhook intake, the durable job
+//! queue and the operator API. The binary in `main.rs` is a thin CLI over
+//! this library so that tests drive the very same router and queue.
+
+pub mod command;
+pub mod config;
+pub mod job;
+pub mod queue;
+pub mod server;
+pub mod service;
+pub mod store;
+pub mod telemetry;
+pub mod time;
+pub mod trigger;

@@ -1,0 +1,66 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+use forgehand_bot::config::{Config, CONFIG_PATH_VAR};
+use forgehand_bot::queue::LoggingHandler;
+use forgehand_bot::{service, telemetry};
+
+/// Forgehand turns forge issues into pull requests.
+#[derive(Parser)]
+#[command(name = "forgehand", version, about)]
+struct Cli {
+    /// Configuration file (TOML). Defaults to ./forgehand.toml when it
+    /// exists; every key can also be set as FORGEHAND_<SECTION>__<KEY>.
+    #[arg(long, short, global = true, env = CONFIG_PATH_VAR)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Receive webhooks and run jobs.
+    Serve,
+    /// Validate the configuration and print it, secrets redacted.
+    CheckConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(cli.config.as_deref()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("forgehand: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match cli.command {
+        Command::CheckConfig => {
+            print!("{}", config.to_redacted_toml());
+            for warning in config.warnings() {
+                eprintln!("warning: {warning}");
+            }
+            eprintln!("configuration is valid");
+            ExitCode::SUCCESS
+        }
+        Command::Serve => {
+            telemetry::init(&config.log);
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            let served = runtime.block_on(service::serve(
+                config,
+                Arc::new(LoggingHandler),
+                service::shutdown_signal(),
+            ));
+            match served {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    tracing::error!("{error:#}");
+                    eprintln!("forgehand: {error:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

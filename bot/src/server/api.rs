@@ -1,0 +1,132 @@
+//! The operator API: read-only JSON over deliveries and jobs, behind a
+//! bearer token.
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use secrecy::ExposeSecret;
+use serde::Deserialize;
+use serde_json::json;
+use subtle::ConstantTimeEq;
+
+use super::AppState;
+use crate::store::{DeliveryQuery, JobQuery, JobState, Outcome};
+
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/deliveries", get(deliveries))
+        .route("/jobs", get(jobs))
+        .route("/jobs/{id}", get(job))
+        .layer(middleware::from_fn_with_state(state, require_token))
+}
+
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(token) = &state.api_token else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "the operator API is off: set api.token to turn it on",
+        );
+    };
+    let presented = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let ok =
+        presented.is_some_and(|p| bool::from(p.as_bytes().ct_eq(token.expose_secret().as_bytes())));
+    if !ok {
+        let mut response = error(
+            StatusCode::UNAUTHORIZED,
+            "a valid `Authorization: Bearer <api.token>` header is required",
+        );
+        response
+            .headers_mut()
+            .insert("www-authenticate", "Bearer".parse().expect("static header"));
+        return response;
+    }
+    next.run(request).await
+}
+
+const MAX_LIMIT: u32 = 500;
+
+#[derive(Deserialize)]
+pub struct DeliveriesParams {
+    forge: Option<String>,
+    outcome: Option<Outcome>,
+    before: Option<i64>,
+    limit: Option<u32>,
+}
+
+async fn deliveries(State(state): State<AppState>, Query(p): Query<DeliveriesParams>) -> Response {
+    let query = DeliveryQuery {
+        forge: p.forge,
+        outcome: p.outcome,
+        before: p.before,
+        limit: p.limit.unwrap_or(100).min(MAX_LIMIT),
+    };
+    match state.store.list_deliveries(&query).await {
+        Ok(rows) => Json(json!({ "deliveries": rows })).into_response(),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read deliveries: {e}"),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct JobsParams {
+    state: Option<JobState>,
+    before: Option<i64>,
+    limit: Option<u32>,
+}
+
+async fn jobs(State(state): State<AppState>, Query(p): Query<JobsParams>) -> Response {
+    let query = JobQuery {
+        state: p.state,
+        before: p.before,
+        limit: p.limit.unwrap_or(100).min(MAX_LIMIT),
+    };
+    match state.store.list_jobs(&query).await {
+        Ok(rows) => Json(json!({ "jobs": rows })).into_response(),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read jobs: {e}"),
+        ),
+    }
+}
+
+async fn job(State(state): State<AppState>, Path(id): Path<i64>) -> Response {
+    match state.store.job(id).await {
+        Ok(Some(detail)) => Json(detail).into_response(),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no job {id}")),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read job {id}: {e}"),
+        ),
+    }
+}
+
+/// Ready when the database answers. The body says what this node does.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    let role = if state.workers == 0 {
+        "intake"
+    } else {
+        "intake+workers"
+    };
+    match state.store.ping().await {
+        Ok(()) => Json(json!({ "ready": true, "database": "ok", "role": role, "workers": state.workers }))
+            .into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "ready": false, "database": e.to_string(), "role": role, "workers": state.workers })),
+        )
+            .into_response(),
+    }
+}

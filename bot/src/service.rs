@@ -1,0 +1,99 @@
+//! `forgehand serve`: the store, the intake writer, the workers and the
+//! HTTP server, started together and stopped in the right order.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use crate::config::Config;
+use crate::queue::{Backoff, JobHandler, QueueSettings, WorkerPool};
+use crate::server::{router, AppState};
+use crate::store::{IntakeWriter, SqliteStore, Store};
+
+pub fn queue_settings(config: &Config) -> QueueSettings {
+    QueueSettings {
+        workers: config.queue.workers,
+        lease: config.queue.lease(),
+        poll_interval: Duration::from_millis(config.queue.poll_interval_ms),
+        backoff: Backoff {
+            base: Duration::from_secs(config.queue.retry_base_secs),
+            max: Duration::from_secs(config.queue.retry_max_secs),
+        },
+        shutdown_grace: Duration::from_secs(config.server.shutdown_grace_secs),
+    }
+}
+
+pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    let store = SqliteStore::connect(&config.database.url)
+        .await
+        .with_context(|| format!("opening the database {}", config.database.url))?
+        .with_max_attempts(config.queue.max_attempts);
+    Ok(Arc::new(store))
+}
+
+/// Serves until `shutdown` resolves; then stops taking requests, lets
+/// running jobs finish (or releases them) and returns.
+pub async fn serve(
+    config: Config,
+    handler: Arc<dyn JobHandler>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    for warning in config.warnings() {
+        warn!("{warning}");
+    }
+    let store = open_store(&config).await?;
+    let jobs_ready = Arc::new(Notify::new());
+    let intake = IntakeWriter::spawn(
+        store.clone(),
+        config.database.intake_batch_max,
+        jobs_ready.clone(),
+    );
+    let state = AppState::new(&config, store.clone(), intake);
+    let addr = config.listen_addr().context("server.listen")?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (server.listen)"))?;
+    let pool = WorkerPool::start(store, handler, queue_settings(&config), jobs_ready);
+    info!(
+        listen = %listener.local_addr()?,
+        workers = config.queue.workers,
+        role = if config.queue.workers == 0 { "intake" } else { "intake+workers" },
+        "forgehand is serving"
+    );
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("the HTTP server failed")?;
+    info!("no longer accepting requests; stopping workers");
+    pool.shutdown().await;
+    info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    info!("shutdown requested");
+}

@@ -1,0 +1,212 @@
+//! Durable storage: deliveries, jobs and their runs. Everything above this
+//! module talks to the [`Store`] trait, the one seam where a PostgreSQL
+//! implementation (claiming with `FOR UPDATE SKIP LOCKED`) slots in beside
+//! [`SqliteStore`] for deployments with several replicas.
+
+mod intake;
+mod rows;
+mod sqlite;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::job::Job;
+pub use intake::IntakeWriter;
+pub use rows::*;
+pub use sqlite::SqliteStore;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored job {id} cannot be read: {source}")]
+    CorruptJob {
+        id: i64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the intake writer has stopped")]
+    IntakeClosed,
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// How a delivery was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+pub enum Outcome {
+    Accepted,
+    Ignored,
+    Duplicate,
+    Rejected,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::Ignored => "ignored",
+            Outcome::Duplicate => "duplicate",
+            Outcome::Rejected => "rejected",
+        }
+    }
+}
+
+/// A delivery about to be recorded, with the jobs it creates.
+#[derive(Debug, Clone)]
+pub struct NewDelivery {
+    pub forge: String,
+    pub delivery_id: Option<String>,
+    pub event: Option<String>,
+    pub event_name: Option<String>,
+    /// `Accepted`, `Ignored` or `Rejected`; `Duplicate` is decided by the
+    /// store when the delivery id was already recorded.
+    pub outcome: Outcome,
+    pub status_code: u16,
+    pub reason: Option<String>,
+    pub repo: Option<String>,
+    pub target: Option<u64>,
+    pub sender: Option<String>,
+    pub detail: Option<String>,
+    pub payload: Option<Vec<u8>>,
+    pub jobs: Vec<Job>,
+    pub received_at: i64,
+}
+
+/// What recording a delivery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    New {
+        delivery: i64,
+        jobs: Vec<i64>,
+    },
+    /// The delivery id was already recorded: no new job; `jobs` are the
+    /// ones the first delivery created.
+    Duplicate {
+        delivery: i64,
+        jobs: Vec<i64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Dead,
+    Cancelled,
+}
+
+impl JobState {
+    pub const ALL: [JobState; 6] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Dead,
+        JobState::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Dead => "dead",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A job this worker holds the lease of.
+#[derive(Debug, Clone)]
+pub struct ClaimedJob {
+    pub id: i64,
+    pub run: i64,
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub job: Job,
+}
+
+/// How an attempt ended, as the queue decided.
+#[derive(Debug, Clone)]
+pub enum Finish {
+    Succeeded {
+        result: serde_json::Value,
+    },
+    /// Failed for good: not retried.
+    Failed {
+        error: String,
+    },
+    /// Failed; tried again at `run_at`.
+    Retry {
+        error: String,
+        run_at: i64,
+    },
+    /// Failed on its last attempt.
+    Dead {
+        error: String,
+    },
+    /// Given back unfinished (shutdown): the attempt does not count.
+    Released,
+    Cancelled {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryQuery {
+    pub forge: Option<String>,
+    pub outcome: Option<Outcome>,
+    /// Only deliveries with an id below this (paging backwards).
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct JobQuery {
+    pub state: Option<JobState>,
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Records deliveries and their jobs atomically: all of the batch or
+    /// none of it. Results come back in the batch's order.
+    async fn record_deliveries(&self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>>;
+
+    /// Claims the oldest due job whose target has no running job.
+    async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>>;
+
+    /// Extends the lease; false when it is no longer this worker's.
+    async fn heartbeat(&self, job: &ClaimedJob, worker: &str, lease: Duration)
+        -> StoreResult<bool>;
+
+    /// Ends an attempt; false when the lease was lost meanwhile.
+    async fn finish_job(&self, job: &ClaimedJob, worker: &str, finish: Finish)
+        -> StoreResult<bool>;
+
+    /// Returns jobs whose lease expired (their worker died) to the queue,
+    /// or to the dead letters when they have no attempt left. Returns how
+    /// many were recovered.
+    async fn recover_expired_leases(&self) -> StoreResult<u64>;
+
+    async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>>;
+    async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>>;
+    async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>>;
+    async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>>;
+
+    /// Cheap liveness check of the database for `/readyz`.
+    async fn ping(&self) -> StoreResult<()>;
+}

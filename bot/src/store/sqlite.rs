@@ -1,0 +1,412 @@
+//! The SQLite store: one file, WAL, every commit synced to disk.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{QueryBuilder, Sqlite, SqlitePool, Transaction};
+
+use super::*;
+use crate::time::now_ms;
+
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    max_attempts: u32,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database at `url` and brings its
+    /// schema up to date.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: a delivery answered 202 survives power loss, not only a
+            // crash of this process. Batched commits pay for the fsync.
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(SqliteStore {
+            pool,
+            max_attempts: 5,
+        })
+    }
+
+    /// Attempts a new job gets before it is dead-lettered.
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts.max(1);
+        self
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    async fn record_one(
+        &self,
+        tx: &mut Transaction<'_, Sqlite>,
+        d: &NewDelivery,
+    ) -> StoreResult<Recorded> {
+        let actionable = matches!(d.outcome, Outcome::Accepted | Outcome::Ignored);
+        if actionable {
+            if let Some(id) = &d.delivery_id {
+                let first: Option<i64> = sqlx::query_scalar(
+                    "SELECT id FROM deliveries WHERE forge = ? AND delivery_id = ? \
+                     AND outcome IN ('accepted', 'ignored')",
+                )
+                .bind(&d.forge)
+                .bind(id)
+                .fetch_optional(&mut **tx)
+                .await?;
+                if let Some(first) = first {
+                    let duplicate = insert_delivery(tx, d, Outcome::Duplicate, 200, None).await?;
+                    let jobs =
+                        sqlx::query_scalar("SELECT id FROM jobs WHERE delivery = ? ORDER BY id")
+                            .bind(first)
+                            .fetch_all(&mut **tx)
+                            .await?;
+                    return Ok(Recorded::Duplicate {
+                        delivery: duplicate,
+                        jobs,
+                    });
+                }
+            }
+        }
+        let payload = if d.outcome == Outcome::Accepted {
+            d.payload.as_deref()
+        } else {
+            None
+        };
+        let delivery = insert_delivery(tx, d, d.outcome, d.status_code, payload).await?;
+        let mut jobs = Vec::with_capacity(d.jobs.len());
+        for job in &d.jobs {
+            let payload = serde_json::to_string(job).expect("jobs serialize");
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+                 VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING id",
+            )
+            .bind(delivery)
+            .bind(job.kind())
+            .bind(payload)
+            .bind(job.target_key())
+            .bind(i64::from(self.max_attempts))
+            .bind(d.received_at)
+            .bind(d.received_at)
+            .bind(d.received_at)
+            .fetch_one(&mut **tx)
+            .await?;
+            jobs.push(id);
+        }
+        Ok(Recorded::New { delivery, jobs })
+    }
+}
+
+async fn insert_delivery(
+    tx: &mut Transaction<'_, Sqlite>,
+    d: &NewDelivery,
+    outcome: Outcome,
+    status_code: u16,
+    payload: Option<&[u8]>,
+) -> StoreResult<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, status_code, reason, \
+         repo, target, sender, detail, payload, received_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(&d.forge)
+    .bind(&d.delivery_id)
+    .bind(&d.event)
+    .bind(&d.event_name)
+    .bind(outcome)
+    .bind(i64::from(status_code))
+    .bind(if outcome == Outcome::Duplicate { Some("delivery id already recorded") } else { d.reason.as_deref() })
+    .bind(&d.repo)
+    .bind(d.target.map(|t| t as i64))
+    .bind(&d.sender)
+    .bind(&d.detail)
+    .bind(payload)
+    .bind(d.received_at)
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+const JOB_COLUMNS: &str =
+    "id, delivery, kind, payload, target_key, state, attempts, max_attempts, run_at, \
+     lease_owner, lease_expires_at, last_error, result, created_at, updated_at, finished_at";
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn record_deliveries(&self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
+        let mut tx = self.pool.begin().await?;
+        let mut recorded = Vec::with_capacity(batch.len());
+        for delivery in batch {
+            recorded.push(self.record_one(&mut tx, delivery).await?);
+        }
+        tx.commit().await?;
+        Ok(recorded)
+    }
+
+    async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        // The UPDATE takes SQLite's write lock first, so two claimers never
+        // see the same queued row; the unique index on running jobs per
+        // target backs the NOT EXISTS up.
+        let claimed: Option<(i64, i64, i64, String)> = sqlx::query_as(
+            "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?1, \
+                 lease_expires_at = ?2, updated_at = ?3 \
+             WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND j.run_at <= ?3 \
+                 AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.target_key = j.target_key AND r.state = 'running') \
+                 ORDER BY j.run_at, j.id LIMIT 1) \
+             RETURNING id, attempts, max_attempts, payload",
+        )
+        .bind(worker)
+        .bind(now + lease.as_millis() as i64)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((id, attempt, max_attempts, payload)) = claimed else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let run: i64 = sqlx::query_scalar(
+            "INSERT INTO job_runs (job, attempt, worker, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+        )
+        .bind(id)
+        .bind(attempt)
+        .bind(worker)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let job = serde_json::from_str(&payload)
+            .map_err(|source| StoreError::CorruptJob { id, source })?;
+        Ok(Some(ClaimedJob {
+            id,
+            run,
+            attempt: attempt as u32,
+            max_attempts: max_attempts as u32,
+            job,
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        job: &ClaimedJob,
+        worker: &str,
+        lease: Duration,
+    ) -> StoreResult<bool> {
+        let now = now_ms();
+        let updated = sqlx::query(
+            "UPDATE jobs SET lease_expires_at = ?, updated_at = ? \
+             WHERE id = ? AND state = 'running' AND lease_owner = ?",
+        )
+        .bind(now + lease.as_millis() as i64)
+        .bind(now)
+        .bind(job.id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    async fn finish_job(
+        &self,
+        job: &ClaimedJob,
+        worker: &str,
+        finish: Finish,
+    ) -> StoreResult<bool> {
+        let now = now_ms();
+        let (state, run_outcome, error, result, run_at, attempts_delta) = match &finish {
+            Finish::Succeeded { result } => (
+                JobState::Succeeded,
+                "succeeded",
+                None,
+                Some(result.to_string()),
+                None,
+                0,
+            ),
+            Finish::Failed { error } => (
+                JobState::Failed,
+                "failed",
+                Some(error.clone()),
+                None,
+                None,
+                0,
+            ),
+            Finish::Retry { error, run_at } => (
+                JobState::Queued,
+                "retry",
+                Some(error.clone()),
+                None,
+                Some(*run_at),
+                0,
+            ),
+            Finish::Dead { error } => (JobState::Dead, "dead", Some(error.clone()), None, None, 0),
+            Finish::Released => (JobState::Queued, "released", None, None, Some(now), 1),
+            Finish::Cancelled { reason } => (
+                JobState::Cancelled,
+                "cancelled",
+                Some(reason.clone()),
+                None,
+                None,
+                0,
+            ),
+        };
+        let terminal = !matches!(state, JobState::Queued);
+        let mut tx = self.pool.begin().await?;
+        let updated = sqlx::query(
+            "UPDATE jobs SET state = ?, attempts = attempts - ?, lease_owner = NULL, lease_expires_at = NULL, \
+                 last_error = COALESCE(?, last_error), result = COALESCE(?, result), \
+                 run_at = COALESCE(?, run_at), updated_at = ?, finished_at = ? \
+             WHERE id = ? AND state = 'running' AND lease_owner = ?",
+        )
+        .bind(state)
+        .bind(attempts_delta)
+        .bind(&error)
+        .bind(&result)
+        .bind(run_at)
+        .bind(now)
+        .bind(terminal.then_some(now))
+        .bind(job.id)
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        sqlx::query("UPDATE job_runs SET finished_at = ?, outcome = ?, error = ? WHERE id = ?")
+            .bind(now)
+            .bind(run_outcome)
+            .bind(&error)
+            .bind(job.run)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn recover_expired_leases(&self) -> StoreResult<u64> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE job_runs SET finished_at = ?1, outcome = 'lost', \
+                 error = 'lease expired: the worker stopped heartbeating (crashed or hung)' \
+             WHERE finished_at IS NULL AND job IN \
+                 (SELECT id FROM jobs WHERE state = 'running' AND lease_expires_at < ?1)",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let recovered = sqlx::query(
+            "UPDATE jobs SET \
+                 state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, \
+                 finished_at = CASE WHEN attempts >= max_attempts THEN ?1 END, \
+                 last_error = 'lease of ' || COALESCE(lease_owner, '?') || ' expired: the worker stopped heartbeating', \
+                 lease_owner = NULL, lease_expires_at = NULL, run_at = ?1, updated_at = ?1 \
+             WHERE state = 'running' AND lease_expires_at < ?1",
+        )
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(recovered)
+    }
+
+    async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
+        let mut sql = QueryBuilder::<Sqlite>::new(
+            "SELECT id, forge, delivery_id, event, event_name, outcome, status_code, reason, repo, target, \
+             sender, detail, received_at FROM deliveries WHERE 1 = 1",
+        );
+        if let Some(forge) = &query.forge {
+            sql.push(" AND forge = ").push_bind(forge);
+        }
+        if let Some(outcome) = query.outcome {
+            sql.push(" AND outcome = ").push_bind(outcome);
+        }
+        if let Some(before) = query.before {
+            sql.push(" AND id < ").push_bind(before);
+        }
+        sql.push(" ORDER BY id DESC LIMIT ")
+            .push_bind(i64::from(query.limit));
+        let mut rows: Vec<DeliveryRow> = sql.build_query_as().fetch_all(&self.pool).await?;
+        for row in &mut rows {
+            row.jobs = match row.outcome {
+                Outcome::Duplicate => sqlx::query_scalar(
+                    "SELECT j.id FROM jobs j JOIN deliveries d ON j.delivery = d.id \
+                     WHERE d.forge = ? AND d.delivery_id = ? AND d.outcome = 'accepted' ORDER BY j.id",
+                )
+                .bind(&row.forge)
+                .bind(&row.delivery_id)
+                .fetch_all(&self.pool)
+                .await?,
+                _ => sqlx::query_scalar("SELECT id FROM jobs WHERE delivery = ? ORDER BY id")
+                    .bind(row.id)
+                    .fetch_all(&self.pool)
+                    .await?,
+            };
+        }
+        Ok(rows)
+    }
+
+    async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>> {
+        let mut sql =
+            QueryBuilder::<Sqlite>::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE 1 = 1"));
+        if let Some(state) = query.state {
+            sql.push(" AND state = ").push_bind(state);
+        }
+        if let Some(before) = query.before {
+            sql.push(" AND id < ").push_bind(before);
+        }
+        sql.push(" ORDER BY id DESC LIMIT ")
+            .push_bind(i64::from(query.limit));
+        Ok(sql.build_query_as().fetch_all(&self.pool).await?)
+    }
+
+    async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>> {
+        let job: Option<JobRow> =
+            sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?"))
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some(job) = job else { return Ok(None) };
+        let runs = sqlx::query_as(
+            "SELECT id, attempt, worker, started_at, finished_at, outcome, error FROM job_runs \
+             WHERE job = ? ORDER BY id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some(JobDetail { job, runs }))
+    }
+
+    async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>> {
+        let counted: Vec<(JobState, i64)> =
+            sqlx::query_as("SELECT state, COUNT(*) FROM jobs GROUP BY state")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(JobState::ALL
+            .iter()
+            .map(|s| {
+                (
+                    *s,
+                    counted.iter().find(|(c, _)| c == s).map_or(0, |(_, n)| *n),
+                )
+            })
+            .collect())
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+}

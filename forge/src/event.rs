@@ -1,0 +1,280 @@
+//! The forge-neutral event model. Both forges' payloads are turned into
+//! these types at the edge, so nothing past the webhook handler ever looks
+//! at raw JSON or cares which forge spoke.
+
+use serde::{Deserialize, Serialize};
+
+/// A repository as named by the forge. `owner/name` is the key Forgehand
+/// uses everywhere (jobs, locks, logs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Repo {
+    pub owner: String,
+    pub name: String,
+    /// The clone URL over HTTPS, when the payload carries one.
+    pub clone_url: Option<String>,
+    pub default_branch: Option<String>,
+    pub private: bool,
+}
+
+impl Repo {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+/// A forge user. `login` is the handle people mention (`@login`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    pub login: String,
+    pub id: u64,
+    /// GitHub marks Apps and bots with `type: "Bot"`; Gitea has no such flag.
+    pub is_bot: bool,
+}
+
+/// The issue (or pull request, which both forges also treat as an issue)
+/// an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub author: Actor,
+    pub labels: Vec<String>,
+    pub assignees: Vec<String>,
+    /// True when this "issue" is really a pull request.
+    pub is_pull_request: bool,
+    pub state: IssueState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueState {
+    Open,
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub author: Actor,
+    /// Branch the changes live on.
+    pub head_ref: String,
+    pub head_sha: Option<String>,
+    /// Branch the changes are proposed for.
+    pub base_ref: String,
+    pub merged: bool,
+    pub state: IssueState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: u64,
+    pub body: String,
+    pub author: Actor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueAction {
+    Opened,
+    Edited,
+    Closed,
+    Reopened,
+    /// `label` on the event says which label. Gitea only says the label set
+    /// changed (`label_updated`); then `label` is `None` and
+    /// `issue.labels` holds the new set.
+    Labeled,
+    Unlabeled,
+    /// `assignee` on the event says who, when the forge tells.
+    Assigned,
+    Unassigned,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommentAction {
+    Created,
+    Edited,
+    Deleted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewState {
+    Approved,
+    ChangesRequested,
+    Commented,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PullRequestAction {
+    Opened,
+    /// New commits were pushed to the head branch.
+    Synchronize,
+    /// Closed without merging.
+    Closed,
+    Merged,
+    Reopened,
+    Edited,
+    Labeled,
+    Unlabeled,
+    Assigned,
+    Unassigned,
+    ReviewRequested,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstallationAction {
+    Created,
+    Deleted,
+    Suspended,
+    Unsuspended,
+    NewPermissionsAccepted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstallationReposAction {
+    Added,
+    Removed,
+}
+
+/// Every event Forgehand understands. A delivery it has no use for becomes
+/// [`Event::Other`] and is answered "ignored", not refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    Ping {
+        zen: Option<String>,
+        hook_id: Option<u64>,
+        repo: Option<Repo>,
+        sender: Option<Actor>,
+    },
+    Issue {
+        action: IssueAction,
+        repo: Repo,
+        sender: Actor,
+        issue: Issue,
+        /// The label added or removed (GitHub says; Gitea does not).
+        label: Option<String>,
+        /// The user assigned or unassigned, when the forge says.
+        assignee: Option<Actor>,
+    },
+    /// A comment in the conversation of an issue or of a pull request
+    /// (`issue.is_pull_request` tells which).
+    IssueComment {
+        action: CommentAction,
+        repo: Repo,
+        sender: Actor,
+        issue: Issue,
+        comment: Comment,
+    },
+    ReviewSubmitted {
+        repo: Repo,
+        sender: Actor,
+        pull_request: PullRequest,
+        review_id: Option<u64>,
+        state: ReviewState,
+        body: String,
+    },
+    /// A comment on a line of a pull request's diff.
+    ReviewComment {
+        action: CommentAction,
+        repo: Repo,
+        sender: Actor,
+        pull_request: PullRequest,
+        comment: Comment,
+        path: Option<String>,
+        line: Option<u64>,
+        in_reply_to: Option<u64>,
+    },
+    PullRequest {
+        action: PullRequestAction,
+        repo: Repo,
+        sender: Actor,
+        pull_request: PullRequest,
+    },
+    Installation {
+        action: InstallationAction,
+        installation_id: u64,
+        account: String,
+        sender: Actor,
+        /// Repositories (`owner/name`) listed with the event.
+        repositories: Vec<String>,
+    },
+    InstallationRepositories {
+        action: InstallationReposAction,
+        installation_id: u64,
+        account: String,
+        sender: Actor,
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    /// An event or action Forgehand does not act on, kept by name.
+    Other {
+        event: String,
+        action: Option<String>,
+    },
+}
+
+impl Event {
+    /// The repository the event happened in, when there is one.
+    pub fn repo(&self) -> Option<&Repo> {
+        match self {
+            Event::Ping { repo, .. } => repo.as_ref(),
+            Event::Issue { repo, .. }
+            | Event::IssueComment { repo, .. }
+            | Event::ReviewSubmitted { repo, .. }
+            | Event::ReviewComment { repo, .. }
+            | Event::PullRequest { repo, .. } => Some(repo),
+            Event::Installation { .. }
+            | Event::InstallationRepositories { .. }
+            | Event::Other { .. } => None,
+        }
+    }
+
+    /// Who caused the event.
+    pub fn sender(&self) -> Option<&Actor> {
+        match self {
+            Event::Ping { sender, .. } => sender.as_ref(),
+            Event::Issue { sender, .. }
+            | Event::IssueComment { sender, .. }
+            | Event::ReviewSubmitted { sender, .. }
+            | Event::ReviewComment { sender, .. }
+            | Event::PullRequest { sender, .. }
+            | Event::Installation { sender, .. }
+            | Event::InstallationRepositories { sender, .. } => Some(sender),
+            Event::Other { .. } => None,
+        }
+    }
+
+    /// A short stable name, `event.action`, for logs and metrics.
+    pub fn name(&self) -> String {
+        fn snake<T: Serialize>(v: &T) -> String {
+            serde_json::to_value(v)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }
+        match self {
+            Event::Ping { .. } => "ping".into(),
+            Event::Issue { action, .. } => format!("issues.{}", snake(action)),
+            Event::IssueComment { action, .. } => format!("issue_comment.{}", snake(action)),
+            Event::ReviewSubmitted { state, .. } => format!("review.{}", snake(state)),
+            Event::ReviewComment { action, .. } => format!("review_comment.{}", snake(action)),
+            Event::PullRequest { action, .. } => format!("pull_request.{}", snake(action)),
+            Event::Installation { action, .. } => format!("installation.{}", snake(action)),
+            Event::InstallationRepositories { action, .. } => {
+                format!("installation_repositories.{}", snake(action))
+            }
+            Event::Other { event, action } => match action {
+                Some(a) => format!("{event}.{a}"),
+                None => event.clone(),
+            },
+        }
+    }
+}

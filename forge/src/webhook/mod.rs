@@ -1,0 +1,117 @@
+//! Reading a webhook delivery: which forge sent it, its headers, its
+//! signature, and its payload turned into an [`Event`].
+
+mod gitea;
+mod github;
+pub mod signature;
+
+use crate::event::Event;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForgeKind {
+    Github,
+    Gitea,
+    Forgejo,
+}
+
+impl ForgeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForgeKind::Github => "github",
+            ForgeKind::Gitea => "gitea",
+            ForgeKind::Forgejo => "forgejo",
+        }
+    }
+
+    /// Gitea and Forgejo speak the same webhook dialect and share one
+    /// endpoint and one set of secrets.
+    pub fn is_gitea_family(self) -> bool {
+        matches!(self, ForgeKind::Gitea | ForgeKind::Forgejo)
+    }
+}
+
+impl std::fmt::Display for ForgeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The headers of a delivery that Forgehand relies on, read without
+/// trusting anything yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryHeaders {
+    pub forge: ForgeKind,
+    /// `None` when the header is missing: refused with 400, but only
+    /// after the signature has been checked.
+    pub event: Option<String>,
+    pub delivery_id: Option<String>,
+    /// The header carrying the signature, and its value.
+    pub signature: Option<(&'static str, String)>,
+}
+
+impl DeliveryHeaders {
+    /// Reads the headers of a delivery. Gitea and Forgejo also send
+    /// GitHub's headers, so their own headers are looked for first: a
+    /// delivery with any `X-Gitea-*`, `X-Forgejo-*` or `X-Gogs-*` event
+    /// header is theirs.
+    pub fn read<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Self {
+        let owned = |name: &str| get(name).map(str::to_owned);
+        if let Some(event) = owned("x-forgejo-event") {
+            return DeliveryHeaders {
+                forge: ForgeKind::Forgejo,
+                event: Some(event),
+                delivery_id: owned("x-forgejo-delivery").or_else(|| owned("x-gitea-delivery")),
+                signature: first_signature(&get, &["x-forgejo-signature", "x-gitea-signature"]),
+            };
+        }
+        if let Some(event) = owned("x-gitea-event").or_else(|| owned("x-gogs-event")) {
+            return DeliveryHeaders {
+                forge: ForgeKind::Gitea,
+                event: Some(event),
+                delivery_id: owned("x-gitea-delivery").or_else(|| owned("x-gogs-delivery")),
+                signature: first_signature(&get, &["x-gitea-signature", "x-gogs-signature"]),
+            };
+        }
+        DeliveryHeaders {
+            forge: ForgeKind::Github,
+            event: owned("x-github-event"),
+            delivery_id: owned("x-github-delivery"),
+            signature: first_signature(&get, &["x-hub-signature-256"]),
+        }
+    }
+
+    /// Whether the signature header carries GitHub's `sha256=` prefix.
+    pub fn signature_is_prefixed(&self) -> bool {
+        matches!(self.signature, Some(("x-hub-signature-256", _)))
+    }
+}
+
+fn first_signature<'a>(
+    get: &impl Fn(&str) -> Option<&'a str>,
+    names: &[&'static str],
+) -> Option<(&'static str, String)> {
+    names
+        .iter()
+        .find_map(|name| get(name).map(|v| (*name, v.to_owned())))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("the body is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the payload lacks `{0}`")]
+    Missing(&'static str),
+}
+
+/// Turns a verified payload into an [`Event`]. `event` is the forge's
+/// event header (`X-GitHub-Event`, `X-Gitea-Event`). Events and actions
+/// Forgehand does not act on become [`Event::Other`]; a body that is not
+/// JSON, or lacks what its event must carry, is an error.
+pub fn parse_delivery(forge: ForgeKind, event: &str, body: &[u8]) -> Result<Event, ParseError> {
+    match forge {
+        ForgeKind::Github => github::parse(event, body),
+        ForgeKind::Gitea | ForgeKind::Forgejo => gitea::parse(event, body),
+    }
+}

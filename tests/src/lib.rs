@@ -1,0 +1,4 @@
+//! Shared pieces of the end-to-end suite.
+
+pub mod harness;
+pub mod testdata;
