@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
 const ENV_PREFIX: &str = "FORGEHAND_";
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub server: ServerConfig,
@@ -106,21 +106,6 @@ pub struct LogConfig {
     /// A `tracing` filter: `info`, `forgehand_bot=debug,info`, …
     pub level: String,
     pub format: LogFormat,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            server: ServerConfig::default(),
-            database: DatabaseConfig::default(),
-            github: ForgeSecrets::default(),
-            gitea: ForgeSecrets::default(),
-            api: ApiConfig::default(),
-            bot: BotConfig::default(),
-            queue: QueueConfig::default(),
-            log: LogConfig::default(),
-        }
-    }
 }
 
 impl Default for ServerConfig {

@@ -250,7 +250,7 @@ impl Store for SqliteStore {
                 0,
             ),
             Finish::Dead { error } => (JobState::Dead, "dead", Some(error.clone()), None, None, 0),
-            Finish::Released => (JobState::Queued, "released", None, None, Some(now), 1),
+            Finish::Released => (JobState::Queued, "released", None, None, None, 1),
             Finish::Cancelled { reason } => (
                 JobState::Cancelled,
                 "cancelled",
@@ -311,7 +311,7 @@ impl Store for SqliteStore {
                  state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END, \
                  finished_at = CASE WHEN attempts >= max_attempts THEN ?1 END, \
                  last_error = 'lease of ' || COALESCE(lease_owner, '?') || ' expired: the worker stopped heartbeating', \
-                 lease_owner = NULL, lease_expires_at = NULL, run_at = ?1, updated_at = ?1 \
+                 lease_owner = NULL, lease_expires_at = NULL, updated_at = ?1 \
              WHERE state = 'running' AND lease_expires_at < ?1",
         )
         .bind(now)

@@ -93,13 +93,13 @@ fn single_job(decision: Decision) -> (Job, String) {
             assert_eq!(jobs.len(), 1);
             (jobs.remove(0), detail)
         }
-        Decision::Ignore { reason } => panic!("expected a job, ignored: {reason}"),
+        Decision::Ignore { reason, .. } => panic!("expected a job, ignored: {reason}"),
     }
 }
 
 fn ignored(decision: Decision) -> String {
     match decision {
-        Decision::Ignore { reason } => reason,
+        Decision::Ignore { reason, .. } => reason,
         Decision::Act { jobs, .. } => panic!("expected ignore, got {jobs:?}"),
     }
 }
