@@ -1,0 +1,34 @@
+# Shared by deploy/quickstart.sh and tests/run.sh: install what a fresh
+# Debian 12 machine lacks, and nothing when it is already there.
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# apt_install PKG...: installs the packages that are not installed yet.
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} = 0 ] && return 0
+  echo "==> installing ${missing[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# ensure_rust: cargo with rustfmt and clippy, through rustup when missing.
+ensure_rust() {
+  if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    echo "==> installing the Rust toolchain with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile default
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+}
+
+base_packages() {
+  apt_install ca-certificates curl git build-essential pkg-config
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit, integration and
+# end-to-end tests. Installs what it needs on a fresh Debian 12 machine.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+. "$repo/scripts/lib.sh"
+
+base_packages
+ensure_rust
+
+testdata="$repo/../shared/testdata"
+if [ ! -d "$testdata" ]; then
+  echo "tests/run.sh: the shared test data is missing at $testdata;" >&2
+  echo "the suite checks Forgehand against real forge payloads kept there (see tests/README.md)." >&2
+  exit 1
+fi
+
+cd "$repo"
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+echo "==> cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "==> cargo test"
+cargo test --workspace --locked
