@@ -43,6 +43,20 @@ pub async fn serve(
     handler: Arc<dyn JobHandler>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let addr = config.listen_addr().context("server.listen")?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} (server.listen)"))?;
+    serve_on(listener, config, handler, shutdown).await
+}
+
+/// [`serve`] on a listener the caller bound (tests bind port 0).
+pub async fn serve_on(
+    listener: TcpListener,
+    config: Config,
+    handler: Arc<dyn JobHandler>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     for warning in config.warnings() {
         warn!("{warning}");
     }
@@ -54,10 +68,6 @@ pub async fn serve(
         jobs_ready.clone(),
     );
     let state = AppState::new(&config, store.clone(), intake);
-    let addr = config.listen_addr().context("server.listen")?;
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr} (server.listen)"))?;
     let pool = WorkerPool::start(store, handler, queue_settings(&config), jobs_ready);
     info!(
         listen = %listener.local_addr()?,

@@ -27,22 +27,49 @@ impl BotIdentity {
 pub enum Decision {
     /// Record the delivery and queue these jobs. `detail` says what made
     /// it interesting (the label, the command, the review state).
-    Act {
-        jobs: Vec<Job>,
-        detail: String,
-    },
+    Act { jobs: Vec<Job>, detail: String },
+    /// Record the delivery, queue nothing. `detail` is what the event
+    /// carried that a trigger could have matched (its label, assignee,
+    /// review state), so operators can see why it did not.
     Ignore {
         reason: String,
+        detail: Option<String>,
     },
 }
 
 fn ignore(reason: impl Into<String>) -> Decision {
     Decision::Ignore {
         reason: reason.into(),
+        detail: None,
     }
 }
 
 pub fn decide(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
+    match decide_inner(forge, event, bot) {
+        Decision::Ignore { reason, .. } => Decision::Ignore {
+            reason,
+            detail: describe(event),
+        },
+        act => act,
+    }
+}
+
+/// What a trigger looks at in an event, in the form details take.
+fn describe(event: &Event) -> Option<String> {
+    match event {
+        Event::Issue {
+            label: Some(label), ..
+        } => Some(format!("label:{label}")),
+        Event::Issue {
+            assignee: Some(assignee),
+            ..
+        } => Some(format!("assignee:{}", assignee.login)),
+        Event::ReviewSubmitted { state, .. } => Some(format!("review:{}", serde_plain(state))),
+        _ => None,
+    }
+}
+
+fn decide_inner(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
     if let Some(sender) = event.sender() {
         if bot.is_me(&sender.login) {
             return ignore("sent by the bot itself");
@@ -76,6 +103,10 @@ pub fn decide(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
             if issue.is_pull_request {
                 return ignore("a pull request was assigned; Forgehand works from issues");
             }
+            let login = assignee
+                .as_ref()
+                .map_or(bot.username.as_str(), |a| a.login.as_str());
+            let detail = format!("assignee:{login}");
             act(
                 forge,
                 repo,
@@ -83,7 +114,7 @@ pub fn decide(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
                 issue.number,
                 false,
                 Task::Assigned,
-                "assigned",
+                &detail,
             )
         }
         Event::IssueComment {

@@ -222,11 +222,11 @@ async fn accept(
             Some(detail),
             None,
         ),
-        Decision::Ignore { reason } => (
+        Decision::Ignore { reason, detail } => (
             Outcome::Ignored,
             StatusCode::ACCEPTED,
             Vec::new(),
-            None,
+            detail,
             Some(reason),
         ),
     };
