@@ -17,7 +17,8 @@ CREATE TABLE deliveries (
     sender       TEXT,
     -- The label, assignee or command that made it interesting.
     detail       TEXT,
-    -- The verified body of an accepted delivery, kept so nothing accepted is lost.
+    -- The verified body of an accepted delivery, LZ4-compressed, kept so
+    -- nothing accepted is lost.
     payload      BLOB,
     received_at  INTEGER NOT NULL
 );
@@ -26,7 +27,6 @@ CREATE TABLE deliveries (
 -- recorded beside the first without taking its place.
 CREATE UNIQUE INDEX deliveries_once ON deliveries (forge, delivery_id)
     WHERE outcome IN ('accepted', 'ignored');
-CREATE INDEX deliveries_received ON deliveries (received_at);
 
 CREATE TABLE jobs (
     id                INTEGER PRIMARY KEY,
@@ -50,8 +50,8 @@ CREATE TABLE jobs (
 );
 
 CREATE INDEX jobs_ready ON jobs (state, run_at, id);
-CREATE INDEX jobs_by_target ON jobs (target_key, state);
--- The database itself holds the rule "one running job per target".
+-- The database itself holds the rule "one running job per target"; the
+-- claim query's look for a running job of the same target uses it too.
 CREATE UNIQUE INDEX jobs_one_running_per_target ON jobs (target_key) WHERE state = 'running';
 
 -- One row per attempt: who ran it, when, and how it ended.

@@ -9,8 +9,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// The variable naming the configuration file; it is not a configuration
-/// key itself, so it is kept out of the environment overlay.
+/// The variable naming the configuration file; not a configuration key.
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
 const ENV_PREFIX: &str = "FORGEHAND_";
 
@@ -201,7 +200,13 @@ impl Config {
         }
         let overlay: config::Map<String, String> = env
             .into_iter()
-            .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_PATH_VAR)
+            // Every key lives in a section, so only FORGEHAND_<SECTION>__<KEY>
+            // is configuration; FORGEHAND_CONFIG and other FORGEHAND_*
+            // variables of the operator's scripts are left alone.
+            .filter(|(k, _)| {
+                k.strip_prefix(ENV_PREFIX)
+                    .is_some_and(|key| key.contains("__"))
+            })
             .collect();
         builder = builder.add_source(
             config::Environment::with_prefix("FORGEHAND")

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use forgehand_bot::job::{Job, Task};
 use forgehand_bot::queue::{Backoff, JobError, JobHandler, QueueSettings, WorkerPool};
 use forgehand_bot::store::{
-    ClaimedJob, Finish, JobState, NewDelivery, Outcome, Recorded, SqliteStore, Store,
+    ClaimedJob, CompressedPayload, Finish, JobState, NewDelivery, Outcome, Recorded, SqliteStore,
+    Store,
 };
 use forgehand_forge::{ForgeKind, Repo};
 use tokio::sync::Notify;
@@ -69,7 +70,7 @@ impl Queue {
                 target: Some(target),
                 sender: Some("maintainer".into()),
                 detail: None,
-                payload: Some(b"{}".to_vec()),
+                payload: Some(CompressedPayload::compress(b"{}")),
                 jobs: vec![job(target)],
                 received_at: forgehand_bot::time::now_ms(),
             };

@@ -42,6 +42,7 @@ fn environment_overrides_the_file_and_splits_secret_lists() {
             ("FORGEHAND_QUEUE__WORKERS", "0"),
             ("FORGEHAND_API__TOKEN", "t0k"),
             ("FORGEHAND_CONFIG", "ignored: names the file, not a key"),
+            ("FORGEHAND_BIN", "ignored: not FORGEHAND_<SECTION>__<KEY>"),
             ("OTHER_VAR", "ignored"),
         ]),
     )
@@ -84,6 +85,11 @@ fn errors_name_the_key_and_the_problem() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("workers"), "{err}");
+
+    let err = Config::load_from(None, env(&[("FORGEHAND_QUEUE__WORKRS", "1")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("workrs"), "{err}");
 
     let f = file("[bot]\nlabl = \"typo\"\n");
     let err = Config::load_from(Some(f.path()), env(&[]))

@@ -15,7 +15,7 @@ use serde_json::json;
 use tracing::{info, info_span, warn, Instrument};
 
 use super::AppState;
-use crate::store::{NewDelivery, Outcome, Recorded};
+use crate::store::{CompressedPayload, NewDelivery, Outcome, Recorded};
 use crate::time::now_ms;
 use crate::trigger::{decide, Decision};
 
@@ -246,7 +246,7 @@ async fn accept(
         target,
         sender: u.event.sender().map(|s| s.login.clone()),
         detail,
-        payload: Some(u.body),
+        payload: Some(CompressedPayload::compress(&u.body)),
         jobs,
         received_at,
     };

@@ -1,15 +1,15 @@
 //! Group commit for webhook intake. Each request hands its delivery to one
-//! writer task and waits for the commit; the writer takes everything that
-//! queued up meanwhile into the same transaction, so one disk sync serves
-//! many deliveries and no request is answered before its delivery is
-//! durable.
+//! writer and waits; the writer takes everything that queued up meanwhile
+//! into one transaction, and a sync stage makes committed batches durable
+//! while the next batch is written. One disk sync serves many deliveries,
+//! and no request is answered before its delivery is on disk.
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, Notify};
-use tracing::{error, warn};
+use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tracing::{debug, error, warn};
 
-use super::{NewDelivery, Recorded, Store, StoreError, StoreResult};
+use super::{IntakeLog, NewDelivery, Recorded, Store, StoreError, StoreResult, SyncHandle};
 
 type Reply = oneshot::Sender<StoreResult<Recorded>>;
 
@@ -25,7 +25,20 @@ impl IntakeWriter {
         // Bounded: when the disk falls behind, requests wait here instead
         // of piling up in memory.
         let (tx, rx) = mpsc::channel(batch_max.max(1) * 4);
-        tokio::spawn(write_loop(store, rx, batch_max.max(1), jobs_ready));
+        // The writer gets a thread of its own and writes synchronously:
+        // an async hop per statement would queue behind request handlers
+        // for a worker thread, and every request in a batch waits on it.
+        let log = store.intake_log();
+        std::thread::Builder::new()
+            .name("forgehand-intake".into())
+            .spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the intake writer")
+                    .block_on(write_loop(log, rx, batch_max.max(1), jobs_ready))
+            })
+            .expect("the intake writer thread starts");
         IntakeWriter { tx }
     }
 
@@ -40,46 +53,104 @@ impl IntakeWriter {
     }
 }
 
+/// Disk syncs in flight at once. A sync covers every commit before it,
+/// so batch N+1 need not wait for batch N's sync to finish before starting
+/// its own; the file system folds concurrent syncs together.
+const SYNCS_IN_FLIGHT: usize = 4;
+
+/// Commits batches one after another; each committed batch is then synced
+/// in a task of its own, and its requests are answered when that sync is
+/// done, while the next batch is already being written.
 async fn write_loop(
-    store: Arc<dyn Store>,
+    mut log: Box<dyn IntakeLog>,
     mut rx: mpsc::Receiver<(NewDelivery, Reply)>,
     batch_max: usize,
     jobs_ready: Arc<Notify>,
 ) {
+    let sync = log.sync_handle();
+    let syncs = Arc::new(Semaphore::new(SYNCS_IN_FLIGHT));
     let mut batch = Vec::with_capacity(batch_max);
     while rx.recv_many(&mut batch, batch_max).await > 0 {
         let (deliveries, replies): (Vec<_>, Vec<_>) =
             std::mem::take(&mut batch).into_iter().unzip();
-        let results = match store.record_deliveries(&deliveries).await {
-            Ok(recorded) => recorded.into_iter().map(Ok).collect(),
-            Err(batch_error) if deliveries.len() > 1 => {
-                // One bad delivery must not sink the others: write each on
-                // its own so every request gets its own answer.
-                warn!(error = %batch_error, size = deliveries.len(), "intake batch failed; recording one by one");
-                let mut results = Vec::with_capacity(deliveries.len());
-                for delivery in deliveries {
-                    let one = store
-                        .record_deliveries(std::slice::from_ref(&delivery))
-                        .await
-                        .map(|mut r| r.remove(0));
-                    results.push(one);
-                }
-                results
-            }
-            Err(error) => {
-                error!(%error, "recording a delivery failed");
-                vec![Err(error)]
-            }
+        let started = std::time::Instant::now();
+        let results = write(&mut *log, &deliveries);
+        debug!(
+            size = deliveries.len(),
+            elapsed_us = started.elapsed().as_micros() as u64,
+            "intake batch written"
+        );
+        let permit = syncs
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let written = replies.into_iter().zip(results).collect();
+        tokio::spawn(sync_and_answer(
+            sync.clone(),
+            written,
+            jobs_ready.clone(),
+            permit,
+        ));
+    }
+    // Wait for the last syncs before the writer (and its runtime) ends.
+    let _ = syncs.acquire_many(SYNCS_IN_FLIGHT as u32).await;
+}
+
+fn write(log: &mut dyn IntakeLog, deliveries: &[NewDelivery]) -> Vec<StoreResult<Recorded>> {
+    match log.write(deliveries) {
+        Ok(recorded) => recorded.into_iter().map(Ok).collect(),
+        Err(batch_error) if deliveries.len() > 1 => {
+            // One bad delivery must not sink the others: write each on its
+            // own so every request gets its own answer.
+            warn!(error = %batch_error, size = deliveries.len(), "intake batch failed; writing one by one");
+            deliveries
+                .iter()
+                .map(|d| log.write(std::slice::from_ref(d)).map(|mut r| r.remove(0)))
+                .collect()
+        }
+        Err(error) => {
+            error!(%error, "writing a delivery failed");
+            vec![Err(error)]
+        }
+    }
+}
+
+async fn sync_and_answer(
+    sync: Arc<dyn SyncHandle>,
+    written: Vec<(Reply, StoreResult<Recorded>)>,
+    jobs_ready: Arc<Notify>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let started = std::time::Instant::now();
+    let synced = tokio::task::spawn_blocking(move || sync.sync())
+        .await
+        .unwrap_or_else(|e| Err(StoreError::Sync(std::io::Error::other(e))));
+    debug!(
+        waiting = written.len(),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "intake sync done"
+    );
+    if let Err(error) = &synced {
+        // Committed but perhaps not on disk: in doubt, do not acknowledge.
+        // The forge's redelivery is then answered as a duplicate.
+        error!(%error, "syncing deliveries failed; answering 503");
+    }
+    let mut new_jobs = false;
+    for (reply, result) in written {
+        let result = match (&synced, result) {
+            (Ok(()), result) => result,
+            (Err(_), Ok(_)) => Err(StoreError::Sync(std::io::Error::other(
+                "the disk sync failed",
+            ))),
+            (Err(_), Err(e)) => Err(e),
         };
-        let mut new_jobs = false;
-        for (reply, result) in replies.into_iter().zip(results) {
-            new_jobs |= matches!(&result, Ok(Recorded::New { jobs, .. }) if !jobs.is_empty());
-            // The requester may have gone (client hung up): the delivery is
-            // recorded all the same, which is what matters.
-            let _ = reply.send(result);
-        }
-        if new_jobs {
-            jobs_ready.notify_waiters();
-        }
+        new_jobs |= matches!(&result, Ok(Recorded::New { jobs, .. }) if !jobs.is_empty());
+        // The requester may have gone (client hung up): the delivery is
+        // recorded all the same, which is what matters.
+        let _ = reply.send(result);
+    }
+    if new_jobs {
+        jobs_ready.notify_waiters();
     }
 }

@@ -1,11 +1,16 @@
 //! The SQLite store: one file, WAL, every commit synced to disk.
 
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, Sqlite, SqlitePool, Transaction};
+use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+
+mod record;
+
+use record::{SqliteIntake, SqliteIntakeLog, WalSync};
 
 use super::*;
 use crate::time::now_ms;
@@ -13,7 +18,8 @@ use crate::time::now_ms;
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    max_attempts: u32,
+    intake: Arc<Mutex<SqliteIntake>>,
+    wal_sync: Arc<WalSync>,
 }
 
 impl SqliteStore {
@@ -23,118 +29,62 @@ impl SqliteStore {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            // FULL: a delivery answered 202 survives power loss, not only a
-            // crash of this process. Batched commits pay for the fsync.
+            // FULL: what the workers commit survives power loss, not only
+            // a crash of this process. (Intake syncs on its own: WalSync.)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
+            .foreign_keys(true)
+            // Checkpoints copy the WAL into the database and sync both: too
+            // slow for the commit that happens to cross the threshold, so a
+            // background task does them instead (see `checkpoint_loop`).
+            .pragma("wal_autocheckpoint", "0");
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .test_before_acquire(false)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
+        let db_path = pool.connect_options().get_filename().to_owned();
+        let intake = SqliteIntake::open(&db_path, 5)?;
+        tokio::spawn(checkpoint_loop(pool.clone()));
         Ok(SqliteStore {
             pool,
-            max_attempts: 5,
+            intake: Arc::new(Mutex::new(intake)),
+            wal_sync: Arc::new(WalSync { db_path }),
         })
     }
 
     /// Attempts a new job gets before it is dead-lettered.
-    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
-        self.max_attempts = max_attempts.max(1);
+    pub fn with_max_attempts(self, max_attempts: u32) -> Self {
+        self.intake
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_max_attempts(max_attempts.max(1));
         self
     }
 
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-
-    async fn record_one(
-        &self,
-        tx: &mut Transaction<'_, Sqlite>,
-        d: &NewDelivery,
-    ) -> StoreResult<Recorded> {
-        let actionable = matches!(d.outcome, Outcome::Accepted | Outcome::Ignored);
-        if actionable {
-            if let Some(id) = &d.delivery_id {
-                let first: Option<i64> = sqlx::query_scalar(
-                    "SELECT id FROM deliveries WHERE forge = ? AND delivery_id = ? \
-                     AND outcome IN ('accepted', 'ignored')",
-                )
-                .bind(&d.forge)
-                .bind(id)
-                .fetch_optional(&mut **tx)
-                .await?;
-                if let Some(first) = first {
-                    let duplicate = insert_delivery(tx, d, Outcome::Duplicate, 200, None).await?;
-                    let jobs =
-                        sqlx::query_scalar("SELECT id FROM jobs WHERE delivery = ? ORDER BY id")
-                            .bind(first)
-                            .fetch_all(&mut **tx)
-                            .await?;
-                    return Ok(Recorded::Duplicate {
-                        delivery: duplicate,
-                        jobs,
-                    });
-                }
-            }
-        }
-        let payload = if d.outcome == Outcome::Accepted {
-            d.payload.as_deref()
-        } else {
-            None
-        };
-        let delivery = insert_delivery(tx, d, d.outcome, d.status_code, payload).await?;
-        let mut jobs = Vec::with_capacity(d.jobs.len());
-        for job in &d.jobs {
-            let payload = serde_json::to_string(job).expect("jobs serialize");
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
-                 VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING id",
-            )
-            .bind(delivery)
-            .bind(job.kind())
-            .bind(payload)
-            .bind(job.target_key())
-            .bind(i64::from(self.max_attempts))
-            .bind(d.received_at)
-            .bind(d.received_at)
-            .bind(d.received_at)
-            .fetch_one(&mut **tx)
-            .await?;
-            jobs.push(id);
-        }
-        Ok(Recorded::New { delivery, jobs })
-    }
 }
 
-async fn insert_delivery(
-    tx: &mut Transaction<'_, Sqlite>,
-    d: &NewDelivery,
-    outcome: Outcome,
-    status_code: u16,
-    payload: Option<&[u8]>,
-) -> StoreResult<i64> {
-    Ok(sqlx::query_scalar(
-        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, status_code, reason, \
-         repo, target, sender, detail, payload, received_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind(&d.forge)
-    .bind(&d.delivery_id)
-    .bind(&d.event)
-    .bind(&d.event_name)
-    .bind(outcome)
-    .bind(i64::from(status_code))
-    .bind(if outcome == Outcome::Duplicate { Some("delivery id already recorded") } else { d.reason.as_deref() })
-    .bind(&d.repo)
-    .bind(d.target.map(|t| t as i64))
-    .bind(&d.sender)
-    .bind(&d.detail)
-    .bind(payload)
-    .bind(d.received_at)
-    .fetch_one(&mut **tx)
-    .await?)
+/// Checkpoints the WAL every half second while the pool is open. PASSIVE
+/// never blocks writers; when no reader holds old frames the next commit
+/// starts the WAL over, so it stays small.
+async fn checkpoint_loop(pool: SqlitePool) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !pool.is_closed() {
+        tick.tick().await;
+        if let Err(error) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&pool)
+            .await
+        {
+            if !pool.is_closed() {
+                tracing::warn!(%error, "WAL checkpoint failed");
+            }
+        }
+    }
 }
 
 const JOB_COLUMNS: &str =
@@ -143,14 +93,11 @@ const JOB_COLUMNS: &str =
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn record_deliveries(&self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
-        let mut tx = self.pool.begin().await?;
-        let mut recorded = Vec::with_capacity(batch.len());
-        for delivery in batch {
-            recorded.push(self.record_one(&mut tx, delivery).await?);
-        }
-        tx.commit().await?;
-        Ok(recorded)
+    fn intake_log(&self) -> Box<dyn IntakeLog> {
+        Box::new(SqliteIntakeLog {
+            intake: self.intake.clone(),
+            sync: self.wal_sync.clone(),
+        })
     }
 
     async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>> {
@@ -403,6 +350,21 @@ impl Store for SqliteStore {
                 )
             })
             .collect())
+    }
+
+    async fn delivery_payload(&self, id: i64) -> StoreResult<Option<Vec<u8>>> {
+        let stored: Option<Option<Vec<u8>>> =
+            sqlx::query_scalar("SELECT payload FROM deliveries WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
+        match stored.flatten() {
+            None => Ok(None),
+            Some(bytes) => CompressedPayload::from_stored(bytes)
+                .decompress()
+                .map(Some)
+                .map_err(|source| StoreError::CorruptPayload { id, source }),
+        }
     }
 
     async fn ping(&self) -> StoreResult<()> {
