@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
 
@@ -19,7 +19,11 @@ use crate::store::{
 pub(super) struct SqliteIntake {
     connection: Connection,
     max_attempts: u32,
+    last_checkpoint: Instant,
 }
+
+/// How often the intake connection checkpoints the WAL while it writes.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 
 impl SqliteIntake {
     /// Opens the intake connection on a database the pool has migrated.
@@ -33,6 +37,7 @@ impl SqliteIntake {
         Ok(SqliteIntake {
             connection,
             max_attempts,
+            last_checkpoint: Instant::now(),
         })
     }
 
@@ -48,7 +53,27 @@ impl SqliteIntake {
             .map(|d| record_one(&tx, d, max_attempts))
             .collect::<StoreResult<Vec<_>>>()?;
         tx.commit()?;
+        if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
+            self.checkpoint();
+        }
         Ok(recorded)
+    }
+
+    /// Copies the WAL into the database and starts it over. Done here,
+    /// between two batches, because under a steady stream of commits a
+    /// checkpoint running beside the writer never catches up: the WAL
+    /// would grow without end. Frequent, so each copies little.
+    fn checkpoint(&mut self) {
+        self.last_checkpoint = Instant::now();
+        let done = self
+            .connection
+            .query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
+        match done {
+            Ok(0) => {}
+            // Busy: a reader still uses old frames; the next round retries.
+            Ok(_) => tracing::debug!("WAL checkpoint could not finish; retrying later"),
+            Err(error) => tracing::warn!(%error, "WAL checkpoint failed"),
+        }
     }
 }
 
