@@ -21,4 +21,12 @@ cargo fmt --all -- --check
 echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "==> cargo test"
-cargo test --workspace --locked
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace --locked 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run: cargo prints one per test binary.
+grep -E '^test result: ' "$log" | awk '{p += $4; f += $6} END {printf "tests: %d passed, %d failed\n", p, f}'
+exit "$status"
