@@ -12,6 +12,11 @@ use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::Deserialize;
 
 pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
+    // The two most frequent events are read in one pass when they carry an
+    // action Forgehand acts on; anything else takes the general path below.
+    if let Some(event) = fast_path(event, body) {
+        return Ok(event);
+    }
     // Every delivery must be a JSON object; its `action` decides whether
     // the rest is worth reading.
     let action = serde_json::from_slice::<Envelope>(body)?.action;
@@ -57,6 +62,22 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
             _ => other(),
         },
         _ => other(),
+    }
+}
+
+fn fast_path(event: &str, body: &[u8]) -> Option<Event> {
+    match event {
+        "issues" => {
+            let p: IssuesPayload = serde_json::from_slice(body).ok()?;
+            let action = issue_action(p.action.as_deref()?)?;
+            Some(issues_event(action, p))
+        }
+        "issue_comment" => {
+            let p: IssueCommentPayload = serde_json::from_slice(body).ok()?;
+            let action = comment_action(p.action.as_deref()?)?;
+            Some(issue_comment_event(action, p))
+        }
+        _ => None,
     }
 }
 
@@ -339,6 +360,8 @@ fn ping(body: &[u8]) -> Result<Event, ParseError> {
 
 #[derive(Deserialize)]
 struct IssuesPayload {
+    #[serde(default)]
+    action: Option<String>,
     repository: Repository,
     sender: User,
     issue: RawIssue,
@@ -349,19 +372,24 @@ struct IssuesPayload {
 }
 
 fn issues(action: IssueAction, body: &[u8]) -> Result<Event, ParseError> {
-    let p: IssuesPayload = from_body(body)?;
-    Ok(Event::Issue {
+    Ok(issues_event(action, from_body(body)?))
+}
+
+fn issues_event(action: IssueAction, p: IssuesPayload) -> Event {
+    Event::Issue {
         action,
         repo: p.repository.into(),
         sender: p.sender.into(),
         issue: p.issue.into(),
         label: p.label.map(|l| l.name),
         assignee: p.assignee.map(Into::into),
-    })
+    }
 }
 
 #[derive(Deserialize)]
 struct IssueCommentPayload {
+    #[serde(default)]
+    action: Option<String>,
     repository: Repository,
     sender: User,
     issue: RawIssue,
@@ -369,14 +397,17 @@ struct IssueCommentPayload {
 }
 
 fn issue_comment(action: CommentAction, body: &[u8]) -> Result<Event, ParseError> {
-    let p: IssueCommentPayload = from_body(body)?;
-    Ok(Event::IssueComment {
+    Ok(issue_comment_event(action, from_body(body)?))
+}
+
+fn issue_comment_event(action: CommentAction, p: IssueCommentPayload) -> Event {
+    Event::IssueComment {
         action,
         repo: p.repository.into(),
         sender: p.sender.into(),
         issue: p.issue.into(),
         comment: p.comment.into(),
-    })
+    }
 }
 
 #[derive(Deserialize)]
