@@ -56,7 +56,7 @@ impl IntakeWriter {
 /// Disk syncs in flight at once. A sync covers every commit before it,
 /// so batch N+1 need not wait for batch N's sync to finish before starting
 /// its own; the file system folds concurrent syncs together.
-const SYNCS_IN_FLIGHT: usize = 4;
+const SYNCS_IN_FLIGHT: usize = 8;
 
 /// Commits batches one after another; each committed batch is then synced
 /// in a task of its own, and its requests are answered when that sync is
@@ -86,12 +86,10 @@ async fn write_loop(
             .await
             .expect("the semaphore is never closed");
         let written = replies.into_iter().zip(results).collect();
-        tokio::spawn(sync_and_answer(
-            sync.clone(),
-            written,
-            jobs_ready.clone(),
-            permit,
-        ));
+        let (sync, jobs_ready) = (sync.clone(), jobs_ready.clone());
+        // On a blocking thread, answers included: a task on this runtime
+        // would wait for the writer to yield, and it rarely does under load.
+        tokio::task::spawn_blocking(move || sync_and_answer(&*sync, written, &jobs_ready, permit));
     }
     // Wait for the last syncs before the writer (and its runtime) ends.
     let _ = syncs.acquire_many(SYNCS_IN_FLIGHT as u32).await;
@@ -116,16 +114,14 @@ fn write(log: &mut dyn IntakeLog, deliveries: &[NewDelivery]) -> Vec<StoreResult
     }
 }
 
-async fn sync_and_answer(
-    sync: Arc<dyn SyncHandle>,
+fn sync_and_answer(
+    sync: &dyn SyncHandle,
     written: Vec<(Reply, StoreResult<Recorded>)>,
-    jobs_ready: Arc<Notify>,
+    jobs_ready: &Notify,
     _permit: OwnedSemaphorePermit,
 ) {
     let started = std::time::Instant::now();
-    let synced = tokio::task::spawn_blocking(move || sync.sync())
-        .await
-        .unwrap_or_else(|e| Err(StoreError::Sync(std::io::Error::other(e))));
+    let synced = sync.sync();
     debug!(
         waiting = written.len(),
         elapsed_us = started.elapsed().as_micros() as u64,
