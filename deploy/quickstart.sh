@@ -16,8 +16,9 @@ bin="${CARGO_TARGET_DIR:-$repo/target}/release/forgehand"
 
 config="${FORGEHAND_CONFIG:-$repo/forgehand.toml}"
 if [ ! -f "$config" ]; then
-  secret="$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40)"
-  token="$(tr -dc 'A-Za-z0-9' </dev/urandom | head -c 40)"
+  # od reads exactly 20 bytes: no pipe is cut short (pipefail would end the script).
+  secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+  token="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
   umask 077
   sed -e "s|^# webhook_secret = \[\"current-secret\", \"previous-secret\"\]|webhook_secret = [\"$secret\"]|" \
       -e "s|^# webhook_secret = \"secret-a,secret-b\"|webhook_secret = [\"$secret\"]|" \

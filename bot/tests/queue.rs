@@ -491,3 +491,14 @@ async fn shutdown_releases_jobs_that_outlast_the_grace_period() {
         .unwrap();
     assert_eq!((next.id, next.attempt), (ids[0], 1));
 }
+
+#[tokio::test]
+async fn the_handlers_result_is_kept_as_json() {
+    let q = queue(5).await;
+    let ids = q.enqueue(&[1]).await;
+    let pool = q.pool(Scripted::new(|_| Step::Succeed), 1, 2000, 1000);
+    q.wait_for(ids[0], JobState::Succeeded).await;
+    pool.shutdown().await;
+    let detail = q.store.job(ids[0]).await.unwrap().unwrap();
+    assert_eq!(detail.job.result, Some(serde_json::json!({"ok": true})));
+}

@@ -39,7 +39,9 @@ pub struct JobRow {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<i64>,
     pub last_error: Option<String>,
-    pub result: Option<String>,
+    /// What the handler returned, as JSON.
+    #[sqlx(json(nullable))]
+    pub result: Option<serde_json::Value>,
     pub created_at: i64,
     pub updated_at: i64,
     pub finished_at: Option<i64>,
