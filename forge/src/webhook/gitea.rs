@@ -8,7 +8,7 @@
 //! `login`, `username` or both, pull requests may lack `number`, `merged`
 //! or `state`, and 2018-era payloads carry a top-level `secret` (ignored).
 
-use super::ParseError;
+use super::{comment_action, required, ParseError};
 use crate::event::{
     Actor, Comment, CommentAction, Event, Issue, IssueAction, IssueState, PullRequest,
     PullRequestAction, Repo, ReviewState,
@@ -74,10 +74,6 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     }
 }
 
-fn required(action: Option<&str>) -> Result<&str, ParseError> {
-    action.ok_or(ParseError::Missing("action"))
-}
-
 fn from_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     Ok(serde_json::from_slice(body)?)
 }
@@ -92,15 +88,6 @@ fn issue_action(action: &str) -> Option<IssueAction> {
         "unassigned" => IssueAction::Unassigned,
         "label_updated" | "labeled" => IssueAction::Labeled,
         "label_cleared" | "unlabeled" => IssueAction::Unlabeled,
-        _ => return None,
-    })
-}
-
-fn comment_action(action: &str) -> Option<CommentAction> {
-    Some(match action {
-        "created" => CommentAction::Created,
-        "edited" => CommentAction::Edited,
-        "deleted" => CommentAction::Deleted,
         _ => return None,
     })
 }

@@ -3,7 +3,7 @@
 //! Only the fields Forgehand needs are read; everything else GitHub sends
 //! is ignored, and anything the 2019-era payloads lack is optional.
 
-use super::ParseError;
+use super::{comment_action, required, ParseError};
 use crate::event::{
     Actor, Comment, CommentAction, Event, InstallationAction, InstallationReposAction, Issue,
     IssueAction, IssueState, PullRequest, PullRequestAction, Repo, ReviewState,
@@ -81,10 +81,6 @@ fn fast_path(event: &str, body: &[u8]) -> Option<Event> {
     }
 }
 
-fn required(action: Option<&str>) -> Result<&str, ParseError> {
-    action.ok_or(ParseError::Missing("action"))
-}
-
 fn from_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
     Ok(serde_json::from_slice(body)?)
 }
@@ -99,15 +95,6 @@ fn issue_action(action: &str) -> Option<IssueAction> {
         "unlabeled" => IssueAction::Unlabeled,
         "assigned" => IssueAction::Assigned,
         "unassigned" => IssueAction::Unassigned,
-        _ => return None,
-    })
-}
-
-fn comment_action(action: &str) -> Option<CommentAction> {
-    Some(match action {
-        "created" => CommentAction::Created,
-        "edited" => CommentAction::Edited,
-        "deleted" => CommentAction::Deleted,
         _ => return None,
     })
 }

@@ -105,6 +105,22 @@ pub enum ParseError {
     Missing(&'static str),
 }
 
+/// Both forges name comment actions alike.
+fn comment_action(action: &str) -> Option<crate::event::CommentAction> {
+    use crate::event::CommentAction;
+    Some(match action {
+        "created" => CommentAction::Created,
+        "edited" => CommentAction::Edited,
+        "deleted" => CommentAction::Deleted,
+        _ => return None,
+    })
+}
+
+/// The `action` of a payload whose event cannot do without one.
+fn required(action: Option<&str>) -> Result<&str, ParseError> {
+    action.ok_or(ParseError::Missing("action"))
+}
+
 /// Turns a verified payload into an [`Event`]. `event` is the forge's
 /// event header (`X-GitHub-Event`, `X-Gitea-Event`). Events and actions
 /// Forgehand does not act on become [`Event::Other`]; a body that is not
