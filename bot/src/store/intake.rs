@@ -19,8 +19,8 @@ pub struct IntakeWriter {
 }
 
 impl IntakeWriter {
-    /// Starts the writer task. `jobs_ready` is notified after every commit
-    /// that created a job, so local workers start without polling.
+    /// Starts the writer thread. `jobs_ready` is notified after every sync
+    /// that made a new job durable, so local workers start without polling.
     pub fn spawn(store: Arc<dyn Store>, batch_max: usize, jobs_ready: Arc<Notify>) -> Self {
         // Bounded: when the disk falls behind, requests wait here instead
         // of piling up in memory.
@@ -42,7 +42,7 @@ impl IntakeWriter {
         IntakeWriter { tx }
     }
 
-    /// Records one delivery; returns once it is committed.
+    /// Records one delivery; returns once it is committed and on disk.
     pub async fn record(&self, delivery: NewDelivery) -> StoreResult<Recorded> {
         let (reply, answer) = oneshot::channel();
         self.tx
