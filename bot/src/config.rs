@@ -47,6 +47,10 @@ pub struct DatabaseConfig {
     /// Deliveries waiting to be written are committed together, up to
     /// this many per transaction.
     pub intake_batch_max: usize,
+    /// Keep the verified body of every accepted delivery (compressed), for
+    /// audit and replay. Off by default: the jobs carry what the work
+    /// needs, and bodies are most of what intake writes to disk.
+    pub keep_payloads: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -122,6 +126,7 @@ impl Default for DatabaseConfig {
         DatabaseConfig {
             url: "sqlite://forgehand.db".into(),
             intake_batch_max: 256,
+            keep_payloads: false,
         }
     }
 }

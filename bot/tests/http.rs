@@ -493,3 +493,21 @@ async fn health_readiness_and_metrics() {
         );
     }
 }
+
+/// Bodies are kept only when `database.keep_payloads` says so.
+#[tokio::test]
+async fn accepted_bodies_are_kept_only_when_configured() {
+    let body = labeled_issue("forgehand", 5);
+    for keep in [false, true] {
+        let app = TestApp::with(|c| c.database.keep_payloads = keep).await;
+        let (status, _) = app.send(github("issues", "k-1", body.clone())).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        let row = app.deliveries().await[0]["id"].as_i64().unwrap();
+        let kept = app.store.delivery_payload(row).await.unwrap();
+        assert_eq!(
+            kept.as_deref(),
+            keep.then_some(body.as_slice()),
+            "keep_payloads = {keep}"
+        );
+    }
+}

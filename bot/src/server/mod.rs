@@ -29,6 +29,7 @@ pub struct AppState {
     pub gitea_secrets: Arc<Vec<SecretString>>,
     pub api_token: Option<Arc<SecretString>>,
     pub max_body_bytes: usize,
+    pub keep_payloads: bool,
     pub workers: usize,
 }
 
@@ -46,6 +47,7 @@ impl AppState {
             gitea_secrets: Arc::new(config.gitea.webhook_secret.clone()),
             api_token: config.api.token.clone().map(Arc::new),
             max_body_bytes: config.server.max_body_bytes,
+            keep_payloads: config.database.keep_payloads,
             workers: config.queue.workers,
         }
     }

@@ -246,7 +246,9 @@ async fn accept(
         target,
         sender: u.event.sender().map(|s| s.login.clone()),
         detail,
-        payload: Some(CompressedPayload::compress(&u.body)),
+        payload: state
+            .keep_payloads
+            .then(|| CompressedPayload::compress(&u.body)),
         jobs,
         received_at,
     };
