@@ -64,7 +64,7 @@ fn describe(event: &Event) -> Option<String> {
             assignee: Some(assignee),
             ..
         } => Some(format!("assignee:{}", assignee.login)),
-        Event::ReviewSubmitted { state, .. } => Some(format!("review:{}", serde_plain(state))),
+        Event::ReviewSubmitted { state, .. } => Some(format!("review:{}", state.as_str())),
         _ => None,
     }
 }
@@ -277,7 +277,7 @@ fn on_review(
         state,
         body: body.to_owned(),
     };
-    let detail = format!("review:{}", serde_plain(&state));
+    let detail = format!("review:{}", state.as_str());
     act(
         forge,
         repo,
@@ -299,13 +299,6 @@ fn job_command(command: Command) -> JobCommand {
         Command::Help => JobCommand::Help,
         Command::Request { .. } => unreachable!("requests are matched before commands"),
     }
-}
-
-fn serde_plain<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 fn act(

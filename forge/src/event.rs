@@ -254,27 +254,90 @@ impl Event {
 
     /// A short stable name, `event.action`, for logs and metrics.
     pub fn name(&self) -> String {
-        fn snake<T: Serialize>(v: &T) -> String {
-            serde_json::to_value(v)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default()
-        }
         match self {
             Event::Ping { .. } => "ping".into(),
-            Event::Issue { action, .. } => format!("issues.{}", snake(action)),
-            Event::IssueComment { action, .. } => format!("issue_comment.{}", snake(action)),
-            Event::ReviewSubmitted { state, .. } => format!("review.{}", snake(state)),
-            Event::ReviewComment { action, .. } => format!("review_comment.{}", snake(action)),
-            Event::PullRequest { action, .. } => format!("pull_request.{}", snake(action)),
-            Event::Installation { action, .. } => format!("installation.{}", snake(action)),
+            Event::Issue { action, .. } => format!("issues.{}", action.as_str()),
+            Event::IssueComment { action, .. } => format!("issue_comment.{}", action.as_str()),
+            Event::ReviewSubmitted { state, .. } => format!("review.{}", state.as_str()),
+            Event::ReviewComment { action, .. } => format!("review_comment.{}", action.as_str()),
+            Event::PullRequest { action, .. } => format!("pull_request.{}", action.as_str()),
+            Event::Installation { action, .. } => format!("installation.{}", action.as_str()),
             Event::InstallationRepositories { action, .. } => {
-                format!("installation_repositories.{}", snake(action))
+                format!("installation_repositories.{}", action.as_str())
             }
             Event::Other { event, action } => match action {
                 Some(a) => format!("{event}.{a}"),
                 None => event.clone(),
             },
+        }
+    }
+}
+
+/// `as_str` for the action enums: the same snake_case names serde uses
+/// (a test holds them together), without serde's allocations on the
+/// request path.
+macro_rules! names {
+    ($ty:ident { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+    };
+}
+
+names!(IssueAction {
+    Opened => "opened", Edited => "edited", Closed => "closed", Reopened => "reopened",
+    Labeled => "labeled", Unlabeled => "unlabeled", Assigned => "assigned", Unassigned => "unassigned",
+});
+names!(CommentAction { Created => "created", Edited => "edited", Deleted => "deleted" });
+names!(ReviewState { Approved => "approved", ChangesRequested => "changes_requested", Commented => "commented" });
+names!(PullRequestAction {
+    Opened => "opened", Synchronize => "synchronize", Closed => "closed", Merged => "merged",
+    Reopened => "reopened", Edited => "edited", Labeled => "labeled", Unlabeled => "unlabeled",
+    Assigned => "assigned", Unassigned => "unassigned", ReviewRequested => "review_requested",
+});
+names!(InstallationAction {
+    Created => "created", Deleted => "deleted", Suspended => "suspended",
+    Unsuspended => "unsuspended", NewPermissionsAccepted => "new_permissions_accepted",
+});
+names!(InstallationReposAction { Added => "added", Removed => "removed" });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serde_name<T: Serialize>(v: &T) -> String {
+        serde_json::to_value(v)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn names_match_what_serde_writes() {
+        for v in IssueAction::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in CommentAction::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in ReviewState::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in PullRequestAction::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in InstallationAction::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
+        }
+        for v in InstallationReposAction::ALL {
+            assert_eq!(v.as_str(), serde_name(v));
         }
     }
 }

@@ -14,14 +14,23 @@ use crate::store::Outcome;
 /// Deliveries since this process started, by forge, event and outcome.
 #[derive(Default)]
 pub struct Metrics {
-    deliveries: Mutex<BTreeMap<(String, String, &'static str), u64>>,
+    /// forge → event → count per outcome (in `Outcome::ALL` order). Nested
+    /// maps so that counting looks up by `&str` and allocates only the
+    /// first time a forge or event is seen.
+    deliveries: Mutex<BTreeMap<String, BTreeMap<String, [u64; 4]>>>,
 }
 
 impl Metrics {
     pub fn count(&self, forge: &str, event: &str, outcome: Outcome) {
         let mut map = self.deliveries.lock().unwrap_or_else(|p| p.into_inner());
-        *map.entry((forge.to_owned(), event.to_owned(), outcome.as_str()))
-            .or_default() += 1;
+        if !map.contains_key(forge) {
+            map.insert(forge.to_owned(), BTreeMap::new());
+        }
+        let events = map.get_mut(forge).expect("inserted above");
+        if !events.contains_key(event) {
+            events.insert(event.to_owned(), [0; 4]);
+        }
+        events.get_mut(event).expect("inserted above")[outcome as usize] += 1;
     }
 }
 
@@ -35,13 +44,21 @@ pub async fn render(State(state): State<AppState>) -> Response {
             .deliveries
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        for ((forge, event, outcome), n) in map.iter() {
-            let _ = writeln!(
-                out,
-                "forgehand_webhook_deliveries_total{{forge=\"{}\",event=\"{}\",outcome=\"{outcome}\"}} {n}",
-                escape(forge),
-                escape(event)
-            );
+        for (forge, events) in map.iter() {
+            for (event, counts) in events {
+                for (outcome, n) in Outcome::ALL.iter().zip(counts) {
+                    if *n == 0 {
+                        continue;
+                    }
+                    let _ = writeln!(
+                        out,
+                        "forgehand_webhook_deliveries_total{{forge=\"{}\",event=\"{}\",outcome=\"{}\"}} {n}",
+                        escape(forge),
+                        escape(event),
+                        outcome.as_str()
+                    );
+                }
+            }
         }
     }
     match state.store.job_counts().await {

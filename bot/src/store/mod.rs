@@ -58,6 +58,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// In declaration order, which `as usize` follows.
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Accepted,
+        Outcome::Ignored,
+        Outcome::Duplicate,
+        Outcome::Rejected,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Accepted => "accepted",
