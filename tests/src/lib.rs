@@ -1,4 +1,5 @@
 //! Shared pieces of the end-to-end suite.
 
+pub mod gitea_events;
 pub mod harness;
 pub mod testdata;
