@@ -6,6 +6,7 @@ use forgehand_bot::store::{
     CompressedPayload, DeliveryQuery, NewDelivery, Outcome, Recorded, SqliteStore, Store,
 };
 use forgehand_forge::{ForgeKind, Repo};
+use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
     let job = Job {
@@ -172,4 +173,105 @@ async fn an_accepted_body_is_kept_compressed_and_comes_back_whole() {
         None,
         "ignored bodies are not kept"
     );
+}
+
+/// A database made before 0002 keeps every row and id through it, and
+/// comes out with the same rules: the CHECKs, the unique delivery id, the
+/// foreign keys.
+#[tokio::test]
+async fn migration_0002_keeps_rows_and_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    {
+        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+            .await
+            .unwrap();
+        let mut first_only = sqlx::migrate!("./migrations");
+        first_only.migrations = first_only
+            .migrations
+            .iter()
+            .filter(|m| m.version == 1)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        first_only.run(&pool).await.unwrap();
+        for sql in [
+            "INSERT INTO deliveries (id, forge, delivery_id, outcome, status_code, received_at) \
+             VALUES (7, 'github', 'old-id', 'accepted', 202, 1)",
+            "INSERT INTO jobs (id, delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+             VALUES (11, 7, 'assigned', '{}', 'github:acme/widgets#1', 'succeeded', 3, 1, 1, 1)",
+            "INSERT INTO job_runs (id, job, attempt, worker, started_at, outcome) \
+             VALUES (5, 11, 1, 'w', 1, 'succeeded')",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+    }
+
+    let store = SqliteStore::connect(&url).await.unwrap();
+    let pool = store.pool();
+    let ids: (i64, i64, i64) = sqlx::query_as(
+        "SELECT d.id, j.id, r.id FROM deliveries d JOIN jobs j ON j.delivery = d.id \
+         JOIN job_runs r ON r.job = j.id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(ids, (7, 11, 5));
+    let fk_problems: Vec<(String,)> =
+        sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert!(fk_problems.is_empty(), "{fk_problems:?}");
+
+    let bad_outcome = sqlx::query(
+        "INSERT INTO deliveries (forge, outcome, status_code, received_at) VALUES ('github', 'maybe', 202, 1)",
+    )
+    .execute(pool)
+    .await;
+    assert!(bad_outcome.unwrap_err().to_string().contains("CHECK"));
+    let bad_state = sqlx::query(
+        "INSERT INTO jobs (kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+         VALUES ('x', '{}', 't', 'sleeping', 3, 1, 1, 1)",
+    )
+    .execute(pool)
+    .await;
+    assert!(bad_state.unwrap_err().to_string().contains("CHECK"));
+
+    let again = store
+        .record_deliveries(&[delivery("old-id", Outcome::Accepted, 1)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&again[0], Recorded::Duplicate { jobs, .. } if jobs == &[11]),
+        "{again:?}"
+    );
+}
+
+/// What 0002 is for: no insert on the intake path makes SQLite build a
+/// temporary b-tree (a CHECK with an IN list of more than two values did,
+/// for every row).
+#[tokio::test]
+async fn intake_inserts_build_no_temporary_btree() {
+    let (store, _dir) = store().await;
+    for sql in [
+        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, status_code, reason, \
+         repo, target, sender, detail, payload, received_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         ON CONFLICT (forge, delivery_id) WHERE outcome IN ('accepted', 'ignored') DO NOTHING",
+        "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6)",
+    ] {
+        let plan: Vec<String> = sqlx::query(&format!("EXPLAIN {sql}"))
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get("opcode"))
+            .collect();
+        assert!(plan.iter().any(|o| o == "Insert"), "{plan:?}");
+        assert!(!plan.iter().any(|o| o == "OpenEphemeral"), "{sql}\n{plan:?}");
+    }
 }

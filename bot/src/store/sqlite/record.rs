@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, params_from_iter, Connection, Transaction};
 
 use crate::store::{
     CompressedPayload, IntakeLog, NewDelivery, Outcome, Recorded, StoreError, StoreResult,
@@ -84,46 +84,39 @@ fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> Store
     // must not, or a forged request could block the genuine delivery.
     let claims_id =
         matches!(d.outcome, Outcome::Accepted | Outcome::Ignored) && d.delivery_id.is_some();
+    // Row ids come from last_insert_rowid() rather than RETURNING, which
+    // makes SQLite build a temporary table per statement: on this path
+    // that doubled the cost of a row.
     let delivery = if claims_id {
-        let mut claim = tx.prepare_cached(&format!(
-            "{INSERT_DELIVERY} ON CONFLICT (forge, delivery_id) WHERE outcome IN ('accepted', 'ignored') \
-             DO NOTHING RETURNING id"
-        ))?;
-        match claim
-            .query_row(
-                params_from_iter(delivery_params(d, d.outcome, d.status_code)),
-                |r| r.get(0),
-            )
-            .optional()?
-        {
-            Some(id) => id,
-            None => return record_duplicate(tx, d),
+        let mut claim = tx.prepare_cached(CLAIM_DELIVERY)?;
+        let inserted = claim.execute(params_from_iter(delivery_params(
+            d,
+            d.outcome,
+            d.status_code,
+        )))?;
+        if inserted == 0 {
+            return record_duplicate(tx, d);
         }
+        tx.last_insert_rowid()
     } else {
-        let mut insert = tx.prepare_cached(&format!("{INSERT_DELIVERY} RETURNING id"))?;
-        insert.query_row(
-            params_from_iter(delivery_params(d, d.outcome, d.status_code)),
-            |r| r.get(0),
-        )?
+        insert_delivery(tx, d, d.outcome, d.status_code)?
     };
     let mut insert_job = tx.prepare_cached(
         "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6) RETURNING id",
+         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6)",
     )?;
     let mut jobs = Vec::with_capacity(d.jobs.len());
     for job in &d.jobs {
         let payload = serde_json::to_string(job).expect("jobs serialize");
-        jobs.push(insert_job.query_row(
-            params![
-                delivery,
-                job.kind(),
-                payload,
-                job.target_key(),
-                max_attempts,
-                d.received_at
-            ],
-            |r| r.get(0),
-        )?);
+        insert_job.execute(params![
+            delivery,
+            job.kind(),
+            payload,
+            job.target_key(),
+            max_attempts,
+            d.received_at
+        ])?;
+        jobs.push(tx.last_insert_rowid());
     }
     Ok(Recorded::New { delivery, jobs })
 }
@@ -135,11 +128,7 @@ fn record_duplicate(tx: &Transaction<'_>, d: &NewDelivery) -> StoreResult<Record
         params![d.forge, d.delivery_id],
         |r| r.get(0),
     )?;
-    let mut insert = tx.prepare_cached(&format!("{INSERT_DELIVERY} RETURNING id"))?;
-    let delivery: i64 = insert.query_row(
-        params_from_iter(delivery_params(d, Outcome::Duplicate, 200)),
-        |r| r.get(0),
-    )?;
+    let delivery = insert_delivery(tx, d, Outcome::Duplicate, 200)?;
     let mut jobs = tx.prepare_cached("SELECT id FROM jobs WHERE delivery = ?1 ORDER BY id")?;
     let jobs = jobs
         .query_map([first], |r| r.get(0))?
@@ -147,10 +136,32 @@ fn record_duplicate(tx: &Transaction<'_>, d: &NewDelivery) -> StoreResult<Record
     Ok(Recorded::Duplicate { delivery, jobs })
 }
 
-const INSERT_DELIVERY: &str =
-    "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, \
-     status_code, reason, repo, target, sender, detail, payload, received_at) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+fn insert_delivery(
+    tx: &Transaction<'_>,
+    d: &NewDelivery,
+    outcome: Outcome,
+    status_code: u16,
+) -> StoreResult<i64> {
+    let mut insert = tx.prepare_cached(INSERT_DELIVERY)?;
+    insert.execute(params_from_iter(delivery_params(d, outcome, status_code)))?;
+    Ok(tx.last_insert_rowid())
+}
+
+macro_rules! insert_delivery_sql {
+    () => {
+        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, \
+         status_code, reason, repo, target, sender, detail, payload, received_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+    };
+}
+
+const INSERT_DELIVERY: &str = insert_delivery_sql!();
+
+/// Inserts nothing when the delivery id is already held.
+const CLAIM_DELIVERY: &str = concat!(
+    insert_delivery_sql!(),
+    " ON CONFLICT (forge, delivery_id) WHERE outcome IN ('accepted', 'ignored') DO NOTHING"
+);
 
 fn delivery_params(
     d: &NewDelivery,
