@@ -71,7 +71,7 @@ impl Queue {
                 sender: Some("maintainer".into()),
                 detail: None,
                 payload: Some(CompressedPayload::compress(b"{}")),
-                jobs: vec![job(target)],
+                jobs: vec![(&job(target)).into()],
                 received_at: forgehand_bot::time::now_ms(),
             };
             match self

@@ -40,7 +40,7 @@ fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
         sender: None,
         detail: None,
         payload: Some(CompressedPayload::compress(b"{\"x\":1}")),
-        jobs: vec![job; jobs],
+        jobs: vec![(&job).into(); jobs],
         received_at: 1,
     }
 }

@@ -15,7 +15,7 @@ use serde_json::json;
 use tracing::{info, info_span, warn, Instrument};
 
 use super::AppState;
-use crate::store::{CompressedPayload, NewDelivery, Outcome, Recorded};
+use crate::store::{CompressedPayload, NewDelivery, NewJob, Outcome, Recorded};
 use crate::time::now_ms;
 use crate::trigger::{decide, Decision};
 
@@ -249,7 +249,7 @@ async fn accept(
         payload: state
             .keep_payloads
             .then(|| CompressedPayload::compress(&u.body)),
-        jobs,
+        jobs: jobs.iter().map(NewJob::from).collect(),
         received_at,
     };
     match state.intake.record(record).await {

@@ -94,8 +94,29 @@ pub struct NewDelivery {
     pub detail: Option<String>,
     /// The verified body, kept for accepted deliveries.
     pub payload: Option<CompressedPayload>,
-    pub jobs: Vec<Job>,
+    pub jobs: Vec<NewJob>,
     pub received_at: i64,
+}
+
+/// A job as it is stored, encoded by the request that made it: the intake
+/// writer is one thread that every request in a batch waits for, so it
+/// only writes.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub kind: String,
+    pub target_key: String,
+    /// The [`Job`] as JSON.
+    pub payload: String,
+}
+
+impl From<&Job> for NewJob {
+    fn from(job: &Job) -> Self {
+        NewJob {
+            kind: job.kind(),
+            target_key: job.target_key(),
+            payload: serde_json::to_string(job).expect("jobs serialize"),
+        }
+    }
 }
 
 /// A delivery body, compressed with LZ4. Webhook bodies are repetitive

@@ -107,12 +107,11 @@ fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> Store
     )?;
     let mut jobs = Vec::with_capacity(d.jobs.len());
     for job in &d.jobs {
-        let payload = serde_json::to_string(job).expect("jobs serialize");
         insert_job.execute(params![
             delivery,
-            job.kind(),
-            payload,
-            job.target_key(),
+            job.kind,
+            job.payload,
+            job.target_key,
             max_attempts,
             d.received_at
         ])?;
