@@ -7,6 +7,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 . "$repo/scripts/lib.sh"
 
 base_packages
+sandbox_packages
 ensure_rust
 
 cd "$repo"
@@ -33,6 +34,11 @@ if [ ! -f "$config" ]; then
 MSG
 fi
 
+echo "==> guest rootfs for the sandbox (images/build-rootfs; reused when up to date)"
+rootfs="$(guest_rootfs)"
+export FORGEHAND_SANDBOX__ROOTFS="${FORGEHAND_SANDBOX__ROOTFS:-$rootfs}"
+
 "$bin" check-config --config "$config" >/dev/null
+"$bin" doctor --config "$config" || true
 echo "==> starting forgehand serve (Ctrl-C stops it)"
 exec "$bin" serve --config "$config"

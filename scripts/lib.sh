@@ -32,3 +32,18 @@ ensure_rust() {
 base_packages() {
   apt_install ca-certificates curl git build-essential pkg-config
 }
+
+# sandbox_packages: what the namespace sandbox backend runs (bubblewrap,
+# nsenter from util-linux) and what builds the guest rootfs (debootstrap).
+sandbox_packages() {
+  apt_install bubblewrap util-linux debootstrap
+}
+
+# guest_rootfs: builds the guest rootfs (or reuses it when up to date) and
+# prints its path.
+guest_rootfs() {
+  local out
+  out="$(bash "$repo/images/build-rootfs" --print-default)"
+  as_root bash "$repo/images/build-rootfs" "$out" >&2
+  echo "$out"
+}

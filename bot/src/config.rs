@@ -9,6 +9,10 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod sandbox;
+
+pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
+
 /// The variable naming the configuration file; not a configuration key.
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
 const ENV_PREFIX: &str = "FORGEHAND_";
@@ -24,6 +28,7 @@ pub struct Config {
     pub bot: BotConfig,
     pub queue: QueueConfig,
     pub log: LogConfig,
+    pub sandbox: SandboxConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -278,6 +283,7 @@ impl Config {
                 self.log.level
             ));
         }
+        self.sandbox.problems(&mut problems);
         for (key, secrets) in [("github", &self.github), ("gitea", &self.gitea)] {
             use secrecy::ExposeSecret;
             if secrets

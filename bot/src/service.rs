@@ -12,6 +12,7 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::queue::{Backoff, JobHandler, QueueSettings, WorkerPool};
+use crate::sandboxes;
 use crate::server::{router, AppState};
 use crate::store::{IntakeWriter, SqliteStore, Store};
 
@@ -67,7 +68,17 @@ pub async fn serve_on(
         config.database.intake_batch_max,
         jobs_ready.clone(),
     );
-    let state = AppState::new(&config, store.clone(), intake);
+    // A node that runs jobs needs somewhere to run them.
+    let sandbox = if config.queue.workers > 0 {
+        Some(
+            sandboxes::prepare(&config.sandbox)
+                .await
+                .context("no sandbox for the agent's tools (see `forgehand doctor`)")?,
+        )
+    } else {
+        None
+    };
+    let state = AppState::new(&config, store.clone(), intake).with_sandbox(sandbox);
     let pool = WorkerPool::start(store, handler, queue_settings(&config), jobs_ready);
     info!(
         listen = %listener.local_addr()?,

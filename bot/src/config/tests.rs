@@ -139,3 +139,61 @@ fn redacted_output_never_shows_a_secret() {
     assert!(shown.contains("<redacted>"));
     assert!(shown.contains("listen = \"127.0.0.1:8080\""));
 }
+
+#[test]
+fn sandbox_keys_have_documented_defaults_and_environment_overrides() {
+    let c = Config::load_from(None, env(&[])).unwrap();
+    assert_eq!(c.sandbox.backend, forgehand_sandbox::BackendChoice::Auto);
+    assert_eq!(c.sandbox.rootfs, Path::new(DEFAULT_ROOTFS));
+    assert_eq!(c.sandbox.limits(), forgehand_sandbox::Limits::default());
+
+    let c = Config::load_from(
+        None,
+        env(&[
+            ("FORGEHAND_SANDBOX__BACKEND", "namespace"),
+            ("FORGEHAND_SANDBOX__ROOTFS", "/srv/guest"),
+            ("FORGEHAND_SANDBOX__MEMORY_MIB", "512"),
+            ("FORGEHAND_SANDBOX__MAX_PIDS", "64"),
+            ("FORGEHAND_SANDBOX__TIMEOUT_SECS", "30"),
+            ("FORGEHAND_SANDBOX__OUTPUT_LIMIT_BYTES", "4096"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.sandbox.backend,
+        forgehand_sandbox::BackendChoice::Namespace
+    );
+    let spec = c.sandbox.spec(Path::new("/jobs/1"));
+    assert_eq!(spec.rootfs, Path::new("/srv/guest"));
+    assert_eq!(spec.workspace, Path::new("/jobs/1"));
+    assert_eq!(spec.limits.memory_mib, 512);
+    assert_eq!(spec.limits.max_pids, 64);
+    assert_eq!(spec.limits.timeout.as_secs(), 30);
+    assert_eq!(spec.limits.output_limit_bytes, 4096);
+    assert_eq!(spec.env["HOME"], "/tmp");
+}
+
+#[test]
+fn sandbox_errors_name_the_key() {
+    let err = Config::load_from(None, env(&[("FORGEHAND_SANDBOX__BACKEND", "docker")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("docker") && err.contains("namespace"), "{err}");
+
+    let f = file("[sandbox]\nmemory_mib = 8\nrootfs = \"relative/dir\"\n[sandbox.env]\n\"BAD-NAME\" = \"x\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sandbox.memory_mib: must be at least 64"),
+        "{err}"
+    );
+    assert!(
+        err.contains("sandbox.rootfs: `relative/dir` must be an absolute path"),
+        "{err}"
+    );
+    assert!(
+        err.contains("sandbox.env: `BAD-NAME` is not a variable name"),
+        "{err}"
+    );
+}

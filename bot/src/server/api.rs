@@ -120,13 +120,22 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     } else {
         "intake+workers"
     };
-    match state.store.ping().await {
-        Ok(()) => Json(json!({ "ready": true, "database": "ok", "role": role, "workers": state.workers }))
-            .into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "ready": false, "database": e.to_string(), "role": role, "workers": state.workers })),
-        )
-            .into_response(),
-    }
+    let sandbox = state.sandbox.as_ref().map(|s| s.to_json());
+    // A worker node without its guest rootfs would fail every job.
+    let sandbox_ready = state.sandbox.as_ref().is_none_or(|s| s.rootfs.is_usable());
+    let database = state.store.ping().await;
+    let ready = database.is_ok() && sandbox_ready;
+    let body = json!({
+        "ready": ready,
+        "database": database.err().map_or("ok".to_owned(), |e| e.to_string()),
+        "role": role,
+        "workers": state.workers,
+        "sandbox": sandbox,
+    });
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, Json(body)).into_response()
 }

@@ -6,6 +6,7 @@ mod api;
 mod metrics;
 mod webhook;
 
+use crate::sandboxes::SandboxStatus;
 use std::sync::Arc;
 
 use axum::routing::{get, post};
@@ -31,6 +32,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     pub keep_payloads: bool,
     pub workers: usize,
+    /// Set on nodes that run jobs.
+    pub sandbox: Option<SandboxStatus>,
 }
 
 impl AppState {
@@ -49,7 +52,13 @@ impl AppState {
             max_body_bytes: config.server.max_body_bytes,
             keep_payloads: config.database.keep_payloads,
             workers: config.queue.workers,
+            sandbox: None,
         }
+    }
+
+    pub fn with_sandbox(mut self, sandbox: Option<SandboxStatus>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 }
 

@@ -1,0 +1,48 @@
+//! `forgehand doctor`: each sandbox backend usable or not, and why; the
+//! guest rootfs; what the configuration would use.
+
+use std::io::Write;
+
+use forgehand_sandbox::Readiness;
+
+use crate::config::Config;
+use crate::sandboxes;
+
+/// Prints the report; returns the exit status: 0 when the configured
+/// backend can run jobs and the rootfs is there, 1 otherwise.
+pub async fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<i32> {
+    let (checks, chosen) = sandboxes::doctor(&config.sandbox).await;
+    let mut healthy = true;
+    for check in &checks {
+        let (mark, detail) = match &check.readiness {
+            Readiness::Usable(d) => ("usable", d),
+            Readiness::Unusable(d) => ("NOT usable", d),
+        };
+        writeln!(out, "{:<18} {mark}: {detail}", check.what)?;
+        if check.what == "guest rootfs" && !check.readiness.is_usable() {
+            healthy = false;
+        }
+    }
+    let configured = format!("{:?}", config.sandbox.backend).to_lowercase();
+    match chosen {
+        Ok(chosen) => {
+            writeln!(
+                out,
+                "sandbox.backend = \"{configured}\": jobs run in the {} backend ({})",
+                chosen.backend.name(),
+                chosen.backend.isolation().describe()
+            )?;
+            if let Some(warning) = chosen.warning {
+                writeln!(out, "WARNING: {warning}")?;
+            }
+        }
+        Err(error) => {
+            healthy = false;
+            writeln!(
+                out,
+                "sandbox.backend = \"{configured}\": jobs cannot run: {error}"
+            )?;
+        }
+    }
+    Ok(if healthy { 0 } else { 1 })
+}

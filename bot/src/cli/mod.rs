@@ -1,0 +1,7 @@
+//! Subcommands beyond `serve`: what operators run by hand.
+
+mod doctor;
+mod sandbox_exec;
+
+pub use doctor::doctor;
+pub use sandbox_exec::{sandbox_exec, SandboxExecArgs};

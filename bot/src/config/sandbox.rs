@@ -1,0 +1,116 @@
+//! `[sandbox]`: where the agent's tools run and within what limits.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use forgehand_sandbox::{BackendChoice, Limits, SandboxSpec};
+use serde::{Deserialize, Serialize};
+
+/// Where `images/build-rootfs` puts the guest image by default.
+pub const DEFAULT_ROOTFS: &str = "/var/cache/forgehand/rootfs";
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    /// `auto` (a microVM when one boots here, else namespaces, said
+    /// loudly), `microvm` (fails closed) or `namespace`.
+    pub backend: BackendChoice,
+    /// The guest root file system: a directory built by
+    /// `images/build-rootfs`.
+    pub rootfs: PathBuf,
+    pub memory_mib: u64,
+    pub vcpus: u32,
+    /// Processes and threads alive at once in one sandbox.
+    pub max_pids: u32,
+    /// The longest one command may run; its whole process tree is killed.
+    pub timeout_secs: u64,
+    /// Bytes kept of each of a command's stdout and stderr.
+    pub output_limit_bytes: usize,
+    /// Extra environment for every command (no host variable is passed
+    /// through otherwise). Never put a secret here: the agent reads it.
+    pub env: BTreeMap<String, String>,
+    /// microVM runtime pieces; unset means microsandbox's own lookup
+    /// (MSB_PATH, MSB_LIBKRUNFW_PATH, MSB_AGENTD_PATH, MSB_HOME).
+    pub msb_path: Option<PathBuf>,
+    pub libkrunfw_path: Option<PathBuf>,
+    pub agentd_path: Option<PathBuf>,
+    pub msb_home: Option<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        let limits = Limits::default();
+        SandboxConfig {
+            backend: BackendChoice::Auto,
+            rootfs: DEFAULT_ROOTFS.into(),
+            memory_mib: limits.memory_mib,
+            vcpus: limits.vcpus,
+            max_pids: limits.max_pids,
+            timeout_secs: limits.timeout.as_secs(),
+            output_limit_bytes: limits.output_limit_bytes,
+            env: BTreeMap::new(),
+            msb_path: None,
+            libkrunfw_path: None,
+            agentd_path: None,
+            msb_home: None,
+        }
+    }
+}
+
+impl SandboxConfig {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            memory_mib: self.memory_mib,
+            vcpus: self.vcpus,
+            max_pids: self.max_pids,
+            timeout: Duration::from_secs(self.timeout_secs),
+            output_limit_bytes: self.output_limit_bytes,
+        }
+    }
+
+    /// A sandbox over `workspace` with this configuration.
+    pub fn spec(&self, workspace: &Path) -> SandboxSpec {
+        SandboxSpec {
+            rootfs: self.rootfs.clone(),
+            workspace: workspace.to_owned(),
+            env: forgehand_sandbox::namespace::sandbox_env(self.env.clone()),
+            limits: self.limits(),
+        }
+    }
+
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        if self.memory_mib < 64 {
+            problems.push("sandbox.memory_mib: must be at least 64".into());
+        }
+        if self.vcpus == 0 {
+            problems.push("sandbox.vcpus: must be at least 1".into());
+        }
+        if self.max_pids < 16 {
+            problems
+                .push("sandbox.max_pids: must be at least 16 (a shell and git need a few)".into());
+        }
+        if self.timeout_secs == 0 {
+            problems.push("sandbox.timeout_secs: must be at least 1".into());
+        }
+        if self.output_limit_bytes < 1024 {
+            problems.push("sandbox.output_limit_bytes: must be at least 1024".into());
+        }
+        if !self.rootfs.is_absolute() {
+            problems.push(format!(
+                "sandbox.rootfs: `{}` must be an absolute path",
+                self.rootfs.display()
+            ));
+        }
+        for (name, value) in &self.env {
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                problems.push(format!("sandbox.env: `{name}` is not a variable name"));
+            } else if value.contains('\0') {
+                problems.push(format!("sandbox.env.{name}: contains a NUL byte"));
+            }
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! The namespace backend: bubblewrap makes fresh user, pid, network, IPC,
+//! UTS, cgroup and mount namespaces around a read-only guest root, with
+//! the working copy read-write at `/workspace`, a private `/tmp` and no
+//! network but `lo`. Each exec enters those namespaces with `nsenter` as
+//! the unprivileged guest user, inside a cgroup that holds the limits.
+//! The kernel is the host's: that is weaker isolation than a microVM, and
+//! Forgehand says so wherever it is used.
+
+mod cgroup;
+mod holder;
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, watch};
+
+use crate::output::pump;
+use crate::spec::base_env;
+use crate::{
+    Backend, ExecOutput, ExecRequest, ExecStream, ExitStatus, Isolation, OutputChunk, Readiness,
+    Sandbox, SandboxError, SandboxSpec, Stream, GUEST_GID, GUEST_UID, OUTPUT_GRACE, WORKSPACE,
+};
+use cgroup::{ExecCgroup, Hierarchy, SandboxCgroup};
+
+#[derive(Debug, Clone)]
+pub struct NamespaceBackend {
+    bwrap: PathBuf,
+    nsenter: PathBuf,
+}
+
+impl Default for NamespaceBackend {
+    fn default() -> Self {
+        NamespaceBackend {
+            bwrap: "bwrap".into(),
+            nsenter: "nsenter".into(),
+        }
+    }
+}
+
+impl NamespaceBackend {
+    pub fn new(bwrap: impl Into<PathBuf>, nsenter: impl Into<PathBuf>) -> Self {
+        NamespaceBackend {
+            bwrap: bwrap.into(),
+            nsenter: nsenter.into(),
+        }
+    }
+
+    fn unavailable(reason: impl Into<String>) -> SandboxError {
+        SandboxError::Unavailable {
+            backend: "namespace",
+            reason: reason.into(),
+        }
+    }
+
+    fn hierarchy() -> Result<Hierarchy, SandboxError> {
+        Hierarchy::detect().map_err(Self::unavailable)
+    }
+}
+
+#[async_trait]
+impl Backend for NamespaceBackend {
+    fn name(&self) -> &'static str {
+        "namespace"
+    }
+
+    fn isolation(&self) -> Isolation {
+        Isolation::SharedKernel
+    }
+
+    async fn readiness(&self) -> Readiness {
+        let (bwrap, nsenter) = (self.bwrap.clone(), self.nsenter.clone());
+        tokio::task::spawn_blocking(move || check_tools(&bwrap, &nsenter))
+            .await
+            .unwrap_or_else(|e| Readiness::Unusable(format!("the check failed: {e}")))
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+        check_dirs(&spec)?;
+        let hierarchy = Self::hierarchy()?;
+        let id = crate::owner::sandbox_name();
+        let limits = spec.limits.clone();
+        let group = {
+            let (hierarchy, id) = (hierarchy.clone(), id.clone());
+            tokio::task::spawn_blocking(move || hierarchy.create(&id, &limits))
+                .await
+                .map_err(|e| SandboxError::Internal(e.to_string()))??
+        };
+        let holder = match holder::start(self.bwrap.clone(), spec.clone(), group.join_files()).await
+        {
+            Ok(holder) => holder,
+            Err(error) => {
+                group.remove();
+                return Err(error);
+            }
+        };
+        let enter_cgroup_ns = differs_from_ours(holder.inner_pid, "cgroup");
+        tracing::debug!(sandbox = %id, pid = holder.inner_pid, "sandbox started");
+        Ok(Box::new(NamespaceSandbox {
+            inner: Arc::new(Inner {
+                id,
+                nsenter: self.nsenter.clone(),
+                spec,
+                inner_pid: holder.inner_pid,
+                enter_cgroup_ns,
+                holder: Mutex::new(Some(holder.child)),
+                group: Arc::new(group),
+                execs: AtomicU64::new(0),
+                destroyed: AtomicBool::new(false),
+            }),
+        }))
+    }
+
+    async fn remove_leftovers(&self) -> Result<usize, SandboxError> {
+        let hierarchy = Self::hierarchy()?;
+        tokio::task::spawn_blocking(move || {
+            let leftovers = hierarchy.leftovers();
+            for group in &leftovers {
+                tracing::warn!(sandbox = %group.name(), "removing a sandbox left behind by a process that died");
+                group.remove();
+            }
+            leftovers.len()
+        })
+        .await
+        .map_err(|e| SandboxError::Internal(e.to_string()))
+    }
+}
+
+/// A live sandbox; destroyed when dropped.
+pub struct NamespaceSandbox {
+    inner: Arc<Inner>,
+}
+
+/// What a sandbox's tasks share. Destroying is the [`NamespaceSandbox`]'s
+/// business; a spawned exec only holds this.
+struct Inner {
+    id: String,
+    nsenter: PathBuf,
+    spec: SandboxSpec,
+    inner_pid: i32,
+    enter_cgroup_ns: bool,
+    holder: Mutex<Option<std::process::Child>>,
+    group: Arc<SandboxCgroup>,
+    execs: AtomicU64,
+    destroyed: AtomicBool,
+}
+
+/// Kills an exec's process tree if the exec is abandoned midway (its
+/// future dropped: the job was cancelled).
+struct ExecGuard {
+    group: Option<ExecCgroup>,
+}
+
+impl Drop for ExecGuard {
+    fn drop(&mut self) {
+        if let Some(group) = self.group.take() {
+            group.kill_all();
+            group.remove_if_empty();
+        }
+    }
+}
+
+impl Inner {
+    fn nsenter_args(&self, workdir: &str, argv: &[String]) -> Vec<String> {
+        let mut args = vec![
+            format!("--target={}", self.inner_pid),
+            "--user".into(),
+            "--mount".into(),
+            "--net".into(),
+            "--ipc".into(),
+            "--uts".into(),
+            "--pid".into(),
+        ];
+        if self.enter_cgroup_ns {
+            args.push("--cgroup".into());
+        }
+        args.extend([
+            "--root".into(),
+            format!("--wdns={workdir}"),
+            format!("--setuid={GUEST_UID}"),
+            format!("--setgid={GUEST_GID}"),
+            "--".into(),
+        ]);
+        args.extend(argv.iter().cloned());
+        args
+    }
+
+    async fn run(
+        self: Arc<Self>,
+        request: ExecRequest,
+        chunks: Option<mpsc::Sender<OutputChunk>>,
+    ) -> Result<ExecOutput, SandboxError> {
+        let workdir = request.validate()?.to_owned();
+        if self.destroyed.load(Ordering::SeqCst) {
+            return Err(SandboxError::Destroyed);
+        }
+        let limits = &self.spec.limits;
+        let timeout = request
+            .timeout
+            .unwrap_or(limits.timeout)
+            .min(limits.timeout);
+        let n = self.execs.fetch_add(1, Ordering::SeqCst);
+        let group = self.group.exec_group(&format!("exec-{n}"))?;
+        let join_files: Vec<CString> = group
+            .join_files
+            .iter()
+            .map(|p| CString::new(p.as_os_str().as_bytes()).expect("cgroup paths hold no NUL"))
+            .collect();
+        let mut guard = ExecGuard { group: Some(group) };
+
+        let mut env = self.spec.env.clone();
+        env.extend(request.env.clone());
+        let mut command = tokio::process::Command::new(&self.nsenter);
+        command
+            .args(self.nsenter_args(&workdir, &request.argv))
+            .env_clear()
+            .envs(&env)
+            .stdin(if request.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // SAFETY: only async-signal-safe calls (prctl, setsid, open, write,
+        // close) on data prepared before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                // No setuid program can raise privileges again, and no
+                // controlling terminal to inject input into.
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::setsid();
+                holder::join_cgroups(&join_files)
+            });
+        }
+        let started = Instant::now();
+        let mut child = command.spawn().map_err(SandboxError::io(format!(
+            "running {}",
+            self.nsenter.display()
+        )))?;
+        if let (Some(bytes), Some(mut stdin)) = (request.stdin, child.stdin.take()) {
+            tokio::spawn(async move {
+                let _ = stdin.write_all(&bytes).await;
+            });
+        }
+        let (stop_tx, stop) = watch::channel(false);
+        let cap = limits.output_limit_bytes;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let out = tokio::spawn(pump(
+            stdout,
+            Stream::Stdout,
+            cap,
+            chunks.clone(),
+            stop.clone(),
+        ));
+        let err = tokio::spawn(pump(stderr, Stream::Stderr, cap, chunks, stop));
+
+        let status = match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(Ok(status)) => match (status.code(), status.signal()) {
+                (Some(code), _) => ExitStatus::Exited(code),
+                (None, Some(signal)) => ExitStatus::Signaled(signal),
+                (None, None) => ExitStatus::Exited(-1),
+            },
+            Ok(Err(error)) => return Err(SandboxError::io("waiting for the command")(error)),
+            Err(_) => {
+                let group = guard.group.take().expect("the guard holds the group");
+                tokio::task::spawn_blocking(move || {
+                    group.kill_all();
+                    group.remove_if_empty();
+                })
+                .await
+                .map_err(|e| SandboxError::Internal(e.to_string()))?;
+                let _ = child.wait().await;
+                ExitStatus::TimedOut
+            }
+        };
+        let duration = started.elapsed();
+        let pumps = async { (out.await, err.await) };
+        tokio::pin!(pumps);
+        let (stdout, stderr) = tokio::select! {
+            done = &mut pumps => done,
+            _ = tokio::time::sleep(OUTPUT_GRACE) => {
+                let _ = stop_tx.send(true);
+                pumps.await
+            }
+        };
+        if let Some(group) = guard.group.take() {
+            // Background processes keep running; the group stays for them.
+            if group.is_empty() {
+                group.remove_if_empty();
+            }
+        }
+        let internal = |e: tokio::task::JoinError| SandboxError::Internal(e.to_string());
+        Ok(ExecOutput {
+            status,
+            stdout: stdout.map_err(internal)?,
+            stderr: stderr.map_err(internal)?,
+            duration,
+        })
+    }
+
+    fn destroy_blocking(&self) {
+        if self.destroyed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // The holder's death ends the pid namespace: the kernel kills
+        // every process in it. Then the groups catch anything else.
+        if let Some(mut child) = self.holder.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.group.remove();
+        tracing::debug!(sandbox = %self.id, "sandbox destroyed");
+    }
+}
+
+#[async_trait]
+impl Sandbox for NamespaceSandbox {
+    fn id(&self) -> &str {
+        &self.inner.id
+    }
+
+    fn isolation(&self) -> Isolation {
+        Isolation::SharedKernel
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<ExecOutput, SandboxError> {
+        self.inner.clone().run(request, None).await
+    }
+
+    async fn exec_stream(&self, request: ExecRequest) -> Result<ExecStream, SandboxError> {
+        // Refused before anything starts, like `exec`.
+        request.validate()?;
+        let inner = self.inner.clone();
+        Ok(ExecStream::spawn(|tx| inner.run(request, Some(tx))))
+    }
+
+    async fn destroy(&self) -> Result<(), SandboxError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.destroy_blocking())
+            .await
+            .map_err(|e| SandboxError::Internal(e.to_string()))
+    }
+}
+
+impl Drop for NamespaceSandbox {
+    fn drop(&mut self) {
+        self.inner.destroy_blocking();
+    }
+}
+
+/// Tools and kernel features the backend needs, checked by running them.
+fn check_tools(bwrap: &Path, nsenter: &Path) -> Readiness {
+    let runs = |program: &Path, args: &[&str]| {
+        std::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+    };
+    match runs(bwrap, &["--version"]) {
+        Ok(out) if out.status.success() => {}
+        _ => {
+            return Readiness::Unusable(format!(
+                "bubblewrap ({}) is not installed: apt-get install bubblewrap",
+                bwrap.display()
+            ))
+        }
+    }
+    match runs(nsenter, &["--help"]) {
+        Ok(out) if out.status.success() => {}
+        _ => {
+            return Readiness::Unusable(format!(
+                "nsenter ({}) is missing: apt-get install util-linux",
+                nsenter.display()
+            ))
+        }
+    }
+    // Namespaces can be forbidden (a container without user namespaces,
+    // kernel.unprivileged_userns_clone=0, an AppArmor rule): try one.
+    match runs(
+        bwrap,
+        &["--unshare-all", "--ro-bind", "/", "/", "--", "true"],
+    ) {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            return Readiness::Unusable(format!(
+                "bubblewrap cannot create namespaces here: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+        Err(e) => return Readiness::Unusable(format!("running bubblewrap: {e}")),
+    }
+    let hierarchy = match Hierarchy::detect() {
+        Ok(h) => h,
+        Err(reason) => {
+            return Readiness::Unusable(format!("no usable cgroups for limits: {reason}"))
+        }
+    };
+    if let Err(error) = hierarchy.prepare() {
+        return Readiness::Unusable(format!(
+            "cannot create cgroups for limits ({error}); run as root, or under systemd with Delegate=yes"
+        ));
+    }
+    Readiness::Usable(format!(
+        "bubblewrap namespaces, limits through {}",
+        hierarchy.describe()
+    ))
+}
+
+fn check_dirs(spec: &SandboxSpec) -> Result<(), SandboxError> {
+    let rootfs_problem = |problem: &str| SandboxError::Rootfs {
+        path: spec.rootfs.clone(),
+        problem: format!("{problem}; build it with images/build-rootfs"),
+    };
+    if !spec.rootfs.is_dir() {
+        return Err(rootfs_problem("no such directory"));
+    }
+    if !spec.rootfs.join(WORKSPACE.trim_start_matches('/')).is_dir() {
+        return Err(rootfs_problem(
+            "it has no /workspace directory to mount the working copy on",
+        ));
+    }
+    if !spec.rootfs.join("bin/sh").exists() {
+        return Err(rootfs_problem("it has no /bin/sh"));
+    }
+    if !spec.workspace.is_dir() {
+        return Err(SandboxError::Workspace {
+            path: spec.workspace.clone(),
+            problem: "no such directory".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether a process is in another namespace of this kind than we are.
+fn differs_from_ours(pid: i32, kind: &str) -> bool {
+    let theirs = std::fs::metadata(format!("/proc/{pid}/ns/{kind}")).map(|m| m.ino());
+    let ours = std::fs::metadata(format!("/proc/self/ns/{kind}")).map(|m| m.ino());
+    matches!((theirs, ours), (Ok(a), Ok(b)) if a != b)
+}
+
+/// The environment a sandbox of this spec starts with.
+pub fn sandbox_env(
+    extra: impl IntoIterator<Item = (String, String)>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut env = base_env();
+    env.extend(extra);
+    env
+}

@@ -1,0 +1,86 @@
+//! The same probes against every sandbox backend: isolation (network,
+//! host files, host environment, host processes), limits (memory,
+//! processes, time), output (exact bytes, caps) and lifetime (what
+//! persists between execs, what is gone after destroy, leftovers of a
+//! crashed process).
+//!
+//! The namespace backend always runs. The microvm backend runs with
+//! `--features microvm` and `FORGEHAND_TEST_MICROVM=1` on a host where KVM
+//! boots a guest; otherwise its tests are ignored with that reason.
+//!
+//! No probe aims at an address off this machine: the servers the network
+//! probes try to reach are on the host's loopback, so a leak would show
+//! up there and send nothing anywhere.
+
+mod probes;
+mod support;
+
+macro_rules! suite {
+    ($backend:expr $(, #[$attr:meta])?) => {
+        suite!(@each ($backend) [$(#[$attr])?]
+            only_loopback_and_no_route,
+            host_loopback_servers_see_nothing,
+            name_resolution_fails,
+            host_environment_and_files_are_invisible,
+            no_host_process_is_visible,
+            memory_hog_is_killed_and_the_sandbox_lives_on,
+            fork_bomb_is_stopped_by_the_process_limit,
+            wall_clock_limit_kills_the_whole_tree,
+            output_is_byte_exact_and_streams_apart,
+            streamed_output_arrives_as_it_comes,
+            huge_output_is_capped_without_host_memory_growing,
+            workspace_files_appear_on_the_host_with_sane_ownership,
+            root_file_system_is_read_only,
+            tmp_and_background_processes_persist_between_execs,
+            nothing_but_the_workspace_survives_destroy,
+            a_cancelled_exec_leaves_no_process,
+            runs_as_an_unprivileged_user,
+            stdin_and_environment_reach_the_command,
+        );
+    };
+    (@each ($backend:expr) [$($attr:tt)*] $probe:ident, $($rest:ident,)*) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        $($attr)*
+        async fn $probe() {
+            let ctx = crate::support::Ctx::new($backend).await;
+            crate::probes::$probe(&ctx).await;
+            ctx.finish().await;
+        }
+        suite!(@each ($backend) [$($attr)*] $($rest,)*);
+    };
+    (@each ($backend:expr) [$($attr:tt)*]) => {};
+}
+
+mod namespace {
+    fn backend() -> std::sync::Arc<dyn forgehand_sandbox::Backend> {
+        std::sync::Arc::new(forgehand_sandbox::namespace::NamespaceBackend::default())
+    }
+
+    suite!(backend());
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leftovers_of_a_killed_process_are_removed() {
+        crate::support::leftovers_of_a_killed_process_are_removed(
+            "namespace::crash_helper",
+            backend(),
+        )
+        .await;
+    }
+
+    /// Not a test: the process `leftovers_of_a_killed_process_are_removed`
+    /// starts and kills.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[ignore = "helper process of leftovers_of_a_killed_process_are_removed"]
+    async fn crash_helper() {
+        crate::support::crash_helper(backend()).await;
+    }
+}
+
+#[cfg(feature = "microvm")]
+mod microvm {
+    fn backend() -> std::sync::Arc<dyn forgehand_sandbox::Backend> {
+        std::sync::Arc::new(crate::support::microvm_backend())
+    }
+
+    suite!(backend(), #[ignore = "microVMs are tested with FORGEHAND_TEST_MICROVM=1 on a host where KVM boots a guest (tests/run.sh passes --ignored then); this machine's KVM cannot"]);
+}
