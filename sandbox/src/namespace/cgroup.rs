@@ -448,6 +448,73 @@ mod tests {
         );
     }
 
+    /// What is written where on cgroup v2, against a directory tree
+    /// standing in for the unified hierarchy (these machines run v1; the
+    /// kernel's side of v2 is not exercised here).
+    #[test]
+    fn v2_limits_and_controllers_are_written_where_the_kernel_reads_them() {
+        let root = tempfile::tempdir().unwrap();
+        let own = root.path().join("system.slice/forgehand.service");
+        fs::create_dir_all(&own).unwrap();
+        let hierarchy = Hierarchy::V2 {
+            base: own.join(BASE),
+        };
+        let limits = Limits {
+            memory_mib: 256,
+            vcpus: 2,
+            max_pids: 99,
+            ..Limits::default()
+        };
+        let group = hierarchy.create("fh-1-2-abc", &limits).unwrap();
+        let read = |p: &Path| fs::read_to_string(p).unwrap();
+        let dir = own.join(BASE).join("fh-1-2-abc");
+        assert_eq!(read(&dir.join("memory.max")), (256u64 << 20).to_string());
+        assert_eq!(read(&dir.join("pids.max")), "99");
+        assert_eq!(read(&dir.join("cpu.max")), "200000 100000");
+        assert_eq!(
+            read(&own.join("cgroup.subtree_control")),
+            "+memory +pids +cpu"
+        );
+        assert_eq!(
+            read(&own.join(BASE).join("cgroup.subtree_control")),
+            "+memory +pids +cpu"
+        );
+        assert_eq!(group.join_files(), vec![dir.join("cgroup.procs")]);
+        let exec = group.exec_group("exec-0").unwrap();
+        assert_eq!(exec.join_files, vec![dir.join("exec-0/cgroup.procs")]);
+    }
+
+    #[test]
+    fn finds_a_unified_hierarchy_that_has_the_controllers() {
+        let mount = tempfile::tempdir().unwrap();
+        fs::write(
+            mount.path().join("cgroup.controllers"),
+            "cpuset cpu io memory pids\n",
+        )
+        .unwrap();
+        let mountinfo = format!(
+            "30 24 0:26 / {} rw,nosuid - cgroup2 cgroup2 rw\n",
+            mount.path().display()
+        );
+        let h = Hierarchy::from_tables(&mountinfo, "0::/system.slice/forgehand.service\n").unwrap();
+        assert_eq!(
+            h,
+            Hierarchy::V2 {
+                base: mount
+                    .path()
+                    .join("system.slice/forgehand.service")
+                    .join(BASE)
+            }
+        );
+        // A hybrid host's v2 mount without the controllers is passed over.
+        fs::write(mount.path().join("cgroup.controllers"), "").unwrap();
+        let mixed = format!("{mountinfo}{V1_MOUNTS}");
+        assert!(matches!(
+            Hierarchy::from_tables(&mixed, V1_OWN).unwrap(),
+            Hierarchy::V1 { .. }
+        ));
+    }
+
     #[test]
     fn says_what_is_missing() {
         let mounts = "25 24 0:23 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
