@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tracing::{debug, error, warn};
 
 use super::{IntakeLog, NewDelivery, Recorded, Store, StoreError, StoreResult, SyncHandle};
@@ -53,22 +53,21 @@ impl IntakeWriter {
     }
 }
 
-/// Disk syncs in flight at once. A sync covers every commit before it,
-/// so batch N+1 need not wait for batch N's sync to finish before starting
-/// its own; the file system folds concurrent syncs together.
-const SYNCS_IN_FLIGHT: usize = 8;
-
-/// Commits batches one after another; each committed batch is then synced
-/// in a task of its own, and its requests are answered when that sync is
-/// done, while the next batch is already being written.
+/// Commits batches one after another and hands each to the sync thread,
+/// which makes them durable and answers their requests while the next
+/// batch is being written.
 async fn write_loop(
     mut log: Box<dyn IntakeLog>,
     mut rx: mpsc::Receiver<(NewDelivery, Reply)>,
     batch_max: usize,
     jobs_ready: Arc<Notify>,
 ) {
+    let (to_sync, synced) = std::sync::mpsc::channel::<Vec<(Reply, StoreResult<Recorded>)>>();
     let sync = log.sync_handle();
-    let syncs = Arc::new(Semaphore::new(SYNCS_IN_FLIGHT));
+    let sync_thread = std::thread::Builder::new()
+        .name("forgehand-sync".into())
+        .spawn(move || sync_loop(&*sync, synced, &jobs_ready))
+        .expect("the intake sync thread starts");
     let mut batch = Vec::with_capacity(batch_max);
     while rx.recv_many(&mut batch, batch_max).await > 0 {
         let (deliveries, replies): (Vec<_>, Vec<_>) =
@@ -80,19 +79,34 @@ async fn write_loop(
             elapsed_us = started.elapsed().as_micros() as u64,
             "intake batch written"
         );
-        let permit = syncs
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed");
-        let written = replies.into_iter().zip(results).collect();
-        let (sync, jobs_ready) = (sync.clone(), jobs_ready.clone());
-        // On a blocking thread, answers included: a task on this runtime
-        // would wait for the writer to yield, and it rarely does under load.
-        tokio::task::spawn_blocking(move || sync_and_answer(&*sync, written, &jobs_ready, permit));
+        if to_sync
+            .send(replies.into_iter().zip(results).collect())
+            .is_err()
+        {
+            error!("the intake sync thread is gone");
+            break;
+        }
     }
-    // Wait for the last syncs before the writer (and its runtime) ends.
-    let _ = syncs.acquire_many(SYNCS_IN_FLIGHT as u32).await;
+    // The last batches are synced and answered before the writer ends.
+    drop(to_sync);
+    let _ = sync_thread.join();
+}
+
+/// One disk sync covers every commit before it: the sync thread takes all
+/// the batches committed while it was syncing and makes them durable with
+/// one sync, instead of one sync per batch.
+fn sync_loop(
+    sync: &dyn SyncHandle,
+    batches: std::sync::mpsc::Receiver<Vec<(Reply, StoreResult<Recorded>)>>,
+    jobs_ready: &Notify,
+) {
+    while let Ok(first) = batches.recv() {
+        let mut written = first;
+        while let Ok(more) = batches.try_recv() {
+            written.extend(more);
+        }
+        sync_and_answer(sync, written, jobs_ready);
+    }
 }
 
 fn write(log: &mut dyn IntakeLog, deliveries: &[NewDelivery]) -> Vec<StoreResult<Recorded>> {
@@ -118,7 +132,6 @@ fn sync_and_answer(
     sync: &dyn SyncHandle,
     written: Vec<(Reply, StoreResult<Recorded>)>,
     jobs_ready: &Notify,
-    _permit: OwnedSemaphorePermit,
 ) {
     let started = std::time::Instant::now();
     let synced = sync.sync();
