@@ -198,6 +198,11 @@ impl SandboxCgroup {
         kill_tree(&self.tracker);
     }
 
+    /// How often a fork was refused for the process limit so far.
+    pub(crate) fn limit_hits(&self) -> u64 {
+        self.dirs.iter().map(|d| limit_hits(d)).max().unwrap_or(0)
+    }
+
     /// Removes the groups; anything still inside is killed first.
     pub(crate) fn remove(&self) {
         self.kill_all();
@@ -234,6 +239,38 @@ impl ExecCgroup {
 
     pub(crate) fn is_empty(&self) -> bool {
         pids_in_tree(&self.dir).is_empty()
+    }
+
+    /// Forks refused in this exec's group. (Kernels differ in whether the
+    /// group that hit the limit or the one that forked counts it: the
+    /// caller looks at both.)
+    pub(crate) fn limit_hits(&self) -> u64 {
+        limit_hits(&self.dir)
+    }
+
+    /// Waits until the killed processes no longer count against the
+    /// sandbox's process limit. They leave `cgroup.procs` when they die,
+    /// but stay charged until the sandbox's first process has reaped
+    /// them; an exec right after a fork bomb's would find no process
+    /// left to start otherwise.
+    pub(crate) fn wait_until_released(&self, within: Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        let charged = self.dir.join("pids.current");
+        let events = self.dir.join("cgroup.events");
+        loop {
+            let released = match fs::read_to_string(&charged) {
+                Ok(n) => n.trim() == "0",
+                // v2 without a pids controller of its own: the group is
+                // empty once it is no longer populated.
+                Err(_) => fs::read_to_string(&events)
+                    .map(|e| e.lines().any(|l| l == "populated 0"))
+                    .unwrap_or_else(|_| self.is_empty()),
+            };
+            if released || std::time::Instant::now() >= deadline {
+                return released;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 
@@ -305,6 +342,17 @@ fn write(path: &Path, value: &str) -> Result<(), SandboxError> {
 fn cgroup_error(path: &Path) -> impl FnOnce(io::Error) -> SandboxError {
     let path = path.to_owned();
     move |source| SandboxError::Cgroup { path, source }
+}
+
+fn limit_hits(dir: &Path) -> u64 {
+    fs::read_to_string(dir.join("pids.events"))
+        .ok()
+        .and_then(|events| {
+            events
+                .lines()
+                .find_map(|l| l.strip_prefix("max ")?.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn pids_in_tree(dir: &Path) -> Vec<i32> {

@@ -156,7 +156,7 @@ fn start_blocking(
         .and_then(|v| v.get("child-pid")?.as_i64())
         .map(|pid| pid as i32);
     match inner_pid {
-        Some(inner_pid) if wait_for_new_root(inner_pid, &spec.rootfs) => {
+        Some(inner_pid) if wait_until_set_up(inner_pid, &spec.rootfs) => {
             Ok(Holder { child, inner_pid })
         }
         _ => {
@@ -174,22 +174,38 @@ fn start_blocking(
     }
 }
 
-/// bubblewrap reports the sandbox's pid before it has finished building
-/// the new root; an exec entering earlier would see the host's. Waits
+/// bubblewrap reports the sandbox's pid before it has finished setting
+/// it up: an exec entering too early would see the host's root, or a
+/// user namespace in which the guest user does not exist yet (bubblewrap
+/// makes a second one, mapping the guest uid, after the new root). Waits
 /// until the process's root is the guest rootfs (a bind mount has the
-/// same device and inode as its source).
-fn wait_for_new_root(pid: i32, rootfs: &Path) -> bool {
+/// same device and inode as its source), its user namespace maps the
+/// guest uid, and it has started the sandbox's command.
+fn wait_until_set_up(pid: i32, rootfs: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(want) = std::fs::metadata(rootfs) else {
         return false;
     };
+    let set_up = || -> Option<bool> {
+        let root = std::fs::metadata(format!("/proc/{pid}/root/")).ok()?;
+        let uid_map = std::fs::read_to_string(format!("/proc/{pid}/uid_map")).ok()?;
+        let maps_guest = uid_map
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&GUEST_UID.to_string()));
+        // Without CONFIG_PROC_CHILDREN the file is missing: the first two
+        // conditions then have to do.
+        let started = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .map(|c| !c.trim().is_empty())
+            .unwrap_or(true);
+        Some(root.dev() == want.dev() && root.ino() == want.ino() && maps_guest && started)
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
-        match std::fs::metadata(format!("/proc/{pid}/root/")) {
-            Ok(root) if root.dev() == want.dev() && root.ino() == want.ino() => return true,
-            Ok(_) => std::thread::sleep(std::time::Duration::from_micros(200)),
+        match set_up() {
+            Some(true) => return true,
+            Some(false) => std::thread::sleep(std::time::Duration::from_micros(200)),
             // Gone: bubblewrap failed.
-            Err(_) => return false,
+            None => return false,
         }
     }
     false

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
@@ -215,6 +215,7 @@ impl Inner {
             .map(|p| CString::new(p.as_os_str().as_bytes()).expect("cgroup paths hold no NUL"))
             .collect();
         let mut guard = ExecGuard { group: Some(group) };
+        let limit_hits_before = self.group.limit_hits();
 
         let mut env = self.spec.env.clone();
         env.extend(request.env.clone());
@@ -276,13 +277,23 @@ impl Inner {
             Ok(Err(error)) => return Err(SandboxError::io("waiting for the command")(error)),
             Err(_) => {
                 let group = guard.group.take().expect("the guard holds the group");
-                tokio::task::spawn_blocking(move || {
+                let group = tokio::task::spawn_blocking(move || {
                     group.kill_all();
+                    group
+                })
+                .await
+                .map_err(|e| SandboxError::Internal(e.to_string()))?;
+                // nsenter is our child and in the group: reaped here, or
+                // the group would never be released.
+                let _ = child.wait().await;
+                tokio::task::spawn_blocking(move || {
+                    if !group.wait_until_released(Duration::from_secs(5)) {
+                        tracing::warn!("killed processes still count against the process limit");
+                    }
                     group.remove_if_empty();
                 })
                 .await
                 .map_err(|e| SandboxError::Internal(e.to_string()))?;
-                let _ = child.wait().await;
                 ExitStatus::TimedOut
             }
         };
@@ -296,17 +307,34 @@ impl Inner {
                 pumps.await
             }
         };
+        let internal = |e: tokio::task::JoinError| SandboxError::Internal(e.to_string());
+        let mut stderr = stderr.map_err(internal)?;
         if let Some(group) = guard.group.take() {
-            // Background processes keep running; the group stays for them.
             if group.is_empty() {
                 group.remove_if_empty();
+            } else if group.limit_hits() > 0 || self.group.limit_hits() > limit_hits_before {
+                // What a command leaves running usually keeps running (a
+                // dev server); what a command that hit the process limit
+                // leaves is a fork bomb, which would leave the sandbox
+                // unable to start anything else.
+                tokio::task::spawn_blocking(move || {
+                    group.kill_all();
+                    group.wait_until_released(Duration::from_secs(5));
+                    group.remove_if_empty();
+                })
+                .await
+                .map_err(internal)?;
+                stderr.bytes.extend_from_slice(
+                    b"\n[forgehand: the process limit was reached; the processes this command left running were killed]\n",
+                );
             }
+            // Otherwise background processes keep running, and the group
+            // stays for them.
         }
-        let internal = |e: tokio::task::JoinError| SandboxError::Internal(e.to_string());
         Ok(ExecOutput {
             status,
             stdout: stdout.map_err(internal)?,
-            stderr: stderr.map_err(internal)?,
+            stderr,
             duration,
         })
     }

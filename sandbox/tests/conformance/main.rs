@@ -18,35 +18,37 @@ mod support;
 macro_rules! suite {
     ($backend:expr $(, #[$attr:meta])?) => {
         suite!(@each ($backend) [$(#[$attr])?]
-            only_loopback_and_no_route,
-            host_loopback_servers_see_nothing,
-            name_resolution_fails,
-            host_environment_and_files_are_invisible,
-            no_host_process_is_visible,
-            memory_hog_is_killed_and_the_sandbox_lives_on,
-            fork_bomb_is_stopped_by_the_process_limit,
-            wall_clock_limit_kills_the_whole_tree,
-            output_is_byte_exact_and_streams_apart,
-            streamed_output_arrives_as_it_comes,
-            huge_output_is_capped_without_host_memory_growing,
-            workspace_files_appear_on_the_host_with_sane_ownership,
-            root_file_system_is_read_only,
-            tmp_and_background_processes_persist_between_execs,
-            nothing_but_the_workspace_survives_destroy,
-            a_cancelled_exec_leaves_no_process,
-            runs_as_an_unprivileged_user,
-            stdin_and_environment_reach_the_command,
+            new only_loopback_and_no_route,
+            new host_loopback_servers_see_nothing,
+            new name_resolution_fails,
+            new host_environment_and_files_are_invisible,
+            new no_host_process_is_visible,
+            new memory_hog_is_killed_and_the_sandbox_lives_on,
+            new fork_bomb_is_stopped_by_the_process_limit,
+            new wall_clock_limit_kills_the_whole_tree,
+            new output_is_byte_exact_and_streams_apart,
+            new streamed_output_arrives_as_it_comes,
+            alone huge_output_is_capped_without_host_memory_growing,
+            new workspace_files_appear_on_the_host_with_sane_ownership,
+            new root_file_system_is_read_only,
+            new tmp_and_background_processes_persist_between_execs,
+            new nothing_but_the_workspace_survives_destroy,
+            new a_cancelled_exec_leaves_no_process,
+            new runs_as_an_unprivileged_user,
+            new stdin_and_environment_reach_the_command,
         );
     };
-    (@each ($backend:expr) [$($attr:tt)*] $probe:ident, $($rest:ident,)*) => {
+    // `new`: runs beside the others; `alone`: while no other probe runs
+    // (it measures this process's memory).
+    (@each ($backend:expr) [$($attr:tt)*] $ctx:ident $probe:ident, $($rest_ctx:ident $rest:ident,)*) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         $($attr)*
         async fn $probe() {
-            let ctx = crate::support::Ctx::new($backend).await;
+            let ctx = crate::support::Ctx::$ctx($backend).await;
             crate::probes::$probe(&ctx).await;
             ctx.finish().await;
         }
-        suite!(@each ($backend) [$($attr)*] $($rest,)*);
+        suite!(@each ($backend) [$($attr)*] $($rest_ctx $rest,)*);
     };
     (@each ($backend:expr) [$($attr:tt)*]) => {};
 }

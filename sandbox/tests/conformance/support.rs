@@ -13,6 +13,16 @@ pub struct Ctx {
     pub backend: Arc<dyn Backend>,
     pub workspace: tempfile::TempDir,
     pub sandbox: Box<dyn Sandbox>,
+    _turn: Option<Turn>,
+}
+
+/// Probes run side by side, except one that must run alone.
+static TURNS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+#[allow(dead_code)] // held for its lifetime only
+enum Turn {
+    Shared(tokio::sync::RwLockReadGuard<'static, ()>),
+    Alone(tokio::sync::RwLockWriteGuard<'static, ()>),
 }
 
 /// The guest rootfs: `FORGEHAND_TEST_ROOTFS`, else where
@@ -62,7 +72,18 @@ pub async fn require_usable(backend: &dyn Backend) {
 
 impl Ctx {
     pub async fn new(backend: Arc<dyn Backend>) -> Ctx {
-        Ctx::with_limits(backend, limits()).await
+        let turn = Turn::Shared(TURNS.read().await);
+        let mut ctx = Ctx::with_limits(backend, limits()).await;
+        ctx._turn = Some(turn);
+        ctx
+    }
+
+    /// While no other probe runs.
+    pub async fn alone(backend: Arc<dyn Backend>) -> Ctx {
+        let turn = Turn::Alone(TURNS.write().await);
+        let mut ctx = Ctx::with_limits(backend, limits()).await;
+        ctx._turn = Some(turn);
+        ctx
     }
 
     pub async fn with_limits(backend: Arc<dyn Backend>, limits: Limits) -> Ctx {
@@ -76,6 +97,7 @@ impl Ctx {
             backend,
             workspace,
             sandbox,
+            _turn: None,
         }
     }
 
