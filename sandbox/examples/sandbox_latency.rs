@@ -61,15 +61,18 @@ async fn main() {
     }
 
     let mut create = Vec::with_capacity(runs);
+    let mut create_only = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
         let sandbox = backend.create(spec.clone()).await.unwrap();
+        create_only.push(started.elapsed());
         let out = sandbox.exec(ExecRequest::new(["true"])).await.unwrap();
         create.push(started.elapsed());
         assert!(out.status.success());
         sandbox.destroy().await.unwrap();
     }
     report("namespace create_to_first_exec", create);
+    report("namespace create_only", create_only);
 
     let sandbox = backend.create(spec.clone()).await.unwrap();
     let mut exec = Vec::with_capacity(runs);

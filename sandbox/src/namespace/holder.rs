@@ -179,8 +179,8 @@ fn start_blocking(
 /// user namespace in which the guest user does not exist yet (bubblewrap
 /// makes a second one, mapping the guest uid, after the new root). Waits
 /// until the process's root is the guest rootfs (a bind mount has the
-/// same device and inode as its source), its user namespace maps the
-/// guest uid, and it has started the sandbox's command.
+/// same device and inode as its source) and its user namespace maps the
+/// guest uid.
 fn wait_until_set_up(pid: i32, rootfs: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(want) = std::fs::metadata(rootfs) else {
@@ -192,12 +192,7 @@ fn wait_until_set_up(pid: i32, rootfs: &Path) -> bool {
         let maps_guest = uid_map
             .lines()
             .any(|l| l.split_whitespace().next() == Some(&GUEST_UID.to_string()));
-        // Without CONFIG_PROC_CHILDREN the file is missing: the first two
-        // conditions then have to do.
-        let started = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .map(|c| !c.trim().is_empty())
-            .unwrap_or(true);
-        Some(root.dev() == want.dev() && root.ino() == want.ino() && maps_guest && started)
+        Some(root.dev() == want.dev() && root.ino() == want.ino() && maps_guest)
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while std::time::Instant::now() < deadline {
