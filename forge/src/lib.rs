@@ -3,6 +3,7 @@
 //! Gitea/Forgejo's payloads both become.
 
 pub mod event;
+pub mod git;
 pub mod webhook;
 
 pub use event::*;

@@ -1,0 +1,6 @@
+//! Host-side git: what the host does with a job's working copy, and the
+//! checks that stand between the agent's work and a push.
+
+pub mod secrets;
+
+pub use secrets::{Finding, SecretKind, SecretScanner};
