@@ -1,6 +1,8 @@
 //! Host-side git: what the host does with a job's working copy, and the
 //! checks that stand between the agent's work and a push.
 
+pub mod integrity;
 pub mod secrets;
 
+pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
 pub use secrets::{Finding, SecretKind, SecretScanner};
