@@ -36,18 +36,55 @@ pub fn namespace_backend() -> Arc<dyn Backend> {
     Arc::new(NamespaceBackend::default())
 }
 
-/// The backend `choice` (or the configured one) selects, with the warning
-/// operators must see when isolation is a shared kernel.
+/// The backends this build has, made once: the microVM backend's trial
+/// boot is remembered per instance, and must happen once per start.
+pub struct Backends {
+    pub microvm: Option<Arc<dyn Backend>>,
+    pub namespace: Arc<dyn Backend>,
+}
+
+impl Backends {
+    pub fn new(config: &SandboxConfig) -> Self {
+        Backends {
+            microvm: microvm_backend(config),
+            namespace: namespace_backend(),
+        }
+    }
+
+    /// The backend `choice` selects, with the warning operators must see
+    /// when isolation is a shared kernel.
+    pub async fn choose(&self, choice: BackendChoice) -> Result<Chosen, SandboxError> {
+        forgehand_sandbox::choose(choice, self.microvm.clone(), self.namespace.clone()).await
+    }
+
+    /// Removes sandboxes whose owning process is gone, on every backend
+    /// this build has. Errors are reported, not fatal: a backend that is
+    /// not usable here has nothing to sweep.
+    pub async fn remove_leftovers(&self) -> usize {
+        let mut removed = 0;
+        for backend in self.microvm.iter().chain([&self.namespace]) {
+            if !backend.readiness().await.is_usable() {
+                continue;
+            }
+            match backend.remove_leftovers().await {
+                Ok(n) => removed += n,
+                Err(error) => {
+                    tracing::warn!(backend = backend.name(), %error, "could not sweep leftover sandboxes")
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The backend `choice` (or the configured one) selects.
 pub async fn choose(
     config: &SandboxConfig,
     choice: Option<BackendChoice>,
 ) -> Result<Chosen, SandboxError> {
-    forgehand_sandbox::choose(
-        choice.unwrap_or(config.backend),
-        microvm_backend(config),
-        namespace_backend(),
-    )
-    .await
+    Backends::new(config)
+        .choose(choice.unwrap_or(config.backend))
+        .await
 }
 
 /// Whether the guest rootfs is there, and built by `images/build-rootfs`.
@@ -79,28 +116,6 @@ pub fn rootfs_status(rootfs: &Path) -> Readiness {
     }
 }
 
-/// Removes sandboxes whose owning process is gone, on every backend this
-/// build has. Errors are reported, not fatal: a backend that is not
-/// usable here has nothing to sweep.
-pub async fn remove_leftovers(config: &SandboxConfig) -> usize {
-    let mut removed = 0;
-    for backend in microvm_backend(config)
-        .into_iter()
-        .chain([namespace_backend()])
-    {
-        if !backend.readiness().await.is_usable() {
-            continue;
-        }
-        match backend.remove_leftovers().await {
-            Ok(n) => removed += n,
-            Err(error) => {
-                tracing::warn!(backend = backend.name(), %error, "could not sweep leftover sandboxes")
-            }
-        }
-    }
-    removed
-}
-
 /// One line of `forgehand doctor`.
 pub struct Check {
     pub what: String,
@@ -110,8 +125,9 @@ pub struct Check {
 /// Everything `forgehand doctor` checks, and whether the configured
 /// backend can run jobs.
 pub async fn doctor(config: &SandboxConfig) -> (Vec<Check>, Result<Chosen, SandboxError>) {
+    let backends = Backends::new(config);
     let mut checks = Vec::new();
-    let microvm = match microvm_backend(config) {
+    let microvm = match &backends.microvm {
         Some(backend) => backend.readiness().await,
         None => Readiness::Unusable("this forgehand was built without the microvm feature".into()),
     };
@@ -121,13 +137,13 @@ pub async fn doctor(config: &SandboxConfig) -> (Vec<Check>, Result<Chosen, Sandb
     });
     checks.push(Check {
         what: "backend namespace".into(),
-        readiness: namespace_backend().readiness().await,
+        readiness: backends.namespace.readiness().await,
     });
     checks.push(Check {
         what: "guest rootfs".into(),
         readiness: rootfs_status(&config.rootfs),
     });
-    let chosen = choose(config, None).await;
+    let chosen = backends.choose(config.backend).await;
     (checks, chosen)
 }
 
@@ -157,14 +173,15 @@ impl SandboxStatus {
 /// nothing can); a missing rootfs is reported, not fatal, so that an
 /// operator can build it while the node takes webhooks.
 pub async fn prepare(config: &SandboxConfig) -> Result<SandboxStatus, SandboxError> {
-    let removed = remove_leftovers(config).await;
+    let backends = Backends::new(config);
+    let removed = backends.remove_leftovers().await;
     if removed > 0 {
         tracing::warn!(
             removed,
             "removed sandboxes left behind by a process that died"
         );
     }
-    let chosen = choose(config, None).await?;
+    let chosen = backends.choose(config.backend).await?;
     let rootfs = rootfs_status(&config.rootfs);
     if let Some(warning) = &chosen.warning {
         tracing::warn!("{warning}");
