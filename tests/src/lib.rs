@@ -1,5 +1,6 @@
 //! Shared pieces of the end-to-end suite.
 
+pub mod git_http;
 pub mod gitea_events;
 pub mod harness;
 pub mod testdata;
