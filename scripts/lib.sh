@@ -39,6 +39,12 @@ sandbox_packages() {
   apt_install bubblewrap util-linux debootstrap
 }
 
+# git_server_packages: the real git servers the tests start on 127.0.0.1
+# (git http-backend comes with git; sshd with openssh-server).
+git_server_packages() {
+  apt_install git openssh-server openssh-client
+}
+
 # guest_rootfs: builds the guest rootfs (or reuses it when up to date) and
 # prints its path.
 guest_rootfs() {

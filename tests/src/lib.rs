@@ -1,6 +1,7 @@
 //! Shared pieces of the end-to-end suite.
 
 pub mod git_http;
+pub mod git_ssh;
 pub mod gitea_events;
 pub mod harness;
 pub mod testdata;
