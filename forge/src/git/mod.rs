@@ -3,6 +3,8 @@
 
 pub mod integrity;
 pub mod secrets;
+pub mod transport;
 
 pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
 pub use secrets::{Finding, SecretKind, SecretScanner};
+pub use transport::{Credentials, TransportError};

@@ -1,0 +1,186 @@
+//! Host-side git transport (forgehand-forge's `git::transport`, on git2)
+//! against real servers on 127.0.0.1: smart HTTP behind basic auth and
+//! OpenSSH with key-only login and a pinned host key. Clone, fetch,
+//! branch, commit, push over both; a wrong token, an unknown key and a
+//! changed host key each fail with a clear error.
+
+use std::path::Path;
+
+use forgehand_forge::git::transport::{self, Credentials, TransportError};
+use forgehand_tests::git_http::GitHttpServer;
+use forgehand_tests::git_ssh::{keygen, GitSshServer};
+use secrecy::SecretString;
+
+const TOKEN: &str = "ghs_test-token-not-real-0123456789";
+
+fn bare_repo(dir: &Path) {
+    git2::Repository::init_opts(
+        dir,
+        git2::RepositoryInitOptions::new()
+            .bare(true)
+            .initial_head("main"),
+    )
+    .unwrap();
+}
+
+/// A local repository with one commit on `branch`.
+fn local_commit(dir: &Path, branch: &str, file: &str) -> (git2::Repository, git2::Oid) {
+    let repo = git2::Repository::init(dir).unwrap();
+    std::fs::write(dir.join(file), format!("{file}\n")).unwrap();
+    let oid = {
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new(file)).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("forgehand", "forgehand@example.invalid").unwrap();
+        repo.commit(
+            Some(&format!("refs/heads/{branch}")),
+            &sig,
+            &sig,
+            "work",
+            &tree,
+            &[],
+        )
+        .unwrap()
+    };
+    (repo, oid)
+}
+
+fn token(value: &str) -> Credentials {
+    Credentials::Token {
+        username: "bot".into(),
+        token: SecretString::from(value.to_owned()),
+    }
+}
+
+fn round_trip(url: &str, credentials: &Credentials) {
+    let work = tempfile::tempdir().unwrap();
+    let (local, oid) = local_commit(&work.path().join("local"), "forgehand/1-fix", "a.txt");
+    transport::push(
+        &local,
+        url,
+        &["refs/heads/forgehand/1-fix:refs/heads/forgehand/1-fix"],
+        credentials,
+    )
+    .unwrap();
+
+    let mirror = transport::clone_bare(&work.path().join("mirror.git"), url, credentials).unwrap();
+    let got = mirror
+        .find_reference("refs/heads/forgehand/1-fix")
+        .unwrap()
+        .target();
+    assert_eq!(got, Some(oid));
+
+    // A second push, then an incremental fetch into the mirror.
+    let (_, second) = local_commit(&work.path().join("local2"), "forgehand/2-more", "b.txt");
+    let local2 = git2::Repository::open(work.path().join("local2")).unwrap();
+    transport::push(
+        &local2,
+        url,
+        &["refs/heads/forgehand/2-more:refs/heads/forgehand/2-more"],
+        credentials,
+    )
+    .unwrap();
+    transport::fetch(&mirror, url, &["+refs/heads/*:refs/heads/*"], credentials).unwrap();
+    assert_eq!(
+        mirror
+            .find_reference("refs/heads/forgehand/2-more")
+            .unwrap()
+            .target(),
+        Some(second)
+    );
+    // Nothing about the remote, let alone a credential, was written down.
+    let config = std::fs::read_to_string(work.path().join("mirror.git/config")).unwrap();
+    assert!(!config.contains("remote"), "{config}");
+    assert!(!config.contains(TOKEN), "{config}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_with_a_token_and_a_wrong_token_refused() {
+    let root = tempfile::tempdir().unwrap();
+    bare_repo(&root.path().join("demo.git"));
+    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
+        .await
+        .unwrap();
+    let url = format!("{}/demo.git", server.base_url);
+
+    let url2 = url.clone();
+    tokio::task::spawn_blocking(move || round_trip(&url2, &token(TOKEN)))
+        .await
+        .unwrap();
+    assert!(server
+        .seen()
+        .iter()
+        .any(|r| r.status == 200 && r.path.ends_with("git-receive-pack")));
+
+    let error = tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        transport::clone_bare(&dir.path().join("m.git"), &url, &token("wrong-token-value"))
+            .err()
+            .expect("refused")
+    })
+    .await
+    .unwrap();
+    assert!(matches!(error, TransportError::Auth(_)), "{error:?}");
+    let message = error.to_string();
+    assert!(
+        message.contains("refused the credentials") && message.contains("127.0.0.1"),
+        "{message}"
+    );
+    assert!(!message.contains("wrong-token-value"), "{message}");
+}
+
+#[test]
+fn ssh_with_a_key_and_a_pinned_host_key_and_each_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let repos = dir.path().join("repos");
+    bare_repo(&repos.join("demo.git"));
+    let client = keygen(dir.path(), "client").unwrap();
+    let stranger = keygen(dir.path(), "stranger").unwrap();
+    let server = GitSshServer::start(&[&client.public]).unwrap();
+    let url = server.url(&repos.join("demo.git"));
+    let ssh = |key: &Path, known: Vec<String>| Credentials::SshKey {
+        username: server.user.clone(),
+        private_key: key.to_owned(),
+        passphrase: None,
+        known_hosts: known,
+    };
+    let pinned = vec![server.known_hosts_line.clone()];
+
+    round_trip(&url, &ssh(&client.private, pinned.clone()));
+
+    let clone = |credentials: Credentials| {
+        let into = tempfile::tempdir().unwrap();
+        transport::clone_bare(&into.path().join("m.git"), &url, &credentials)
+            .err()
+            .expect("refused")
+    };
+    let error = clone(ssh(&stranger.private, pinned.clone()));
+    assert!(
+        matches!(error, TransportError::Auth(_)),
+        "unknown key: {error:?}"
+    );
+
+    let other_host = keygen(dir.path(), "other_host").unwrap();
+    let wrong_pin = format!(
+        "[127.0.0.1]:{} {}",
+        server.port,
+        other_host
+            .public
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let error = clone(ssh(&client.private, vec![wrong_pin]));
+    assert!(
+        matches!(error, TransportError::HostKeyMismatch { .. }),
+        "changed host key: {error:?}"
+    );
+    assert!(error.to_string().contains("not the pinned one"));
+
+    let error = clone(ssh(&client.private, Vec::new()));
+    assert!(
+        matches!(error, TransportError::NoPinnedHostKey { .. }),
+        "no pin: {error:?}"
+    );
+}
