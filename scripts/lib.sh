@@ -30,7 +30,8 @@ ensure_rust() {
 }
 
 base_packages() {
-  apt_install ca-certificates curl git build-essential pkg-config
+  # libssl-dev: git2 (host-side git over HTTPS and SSH) links OpenSSL.
+  apt_install ca-certificates curl git build-essential pkg-config libssl-dev
 }
 
 # sandbox_packages: what the namespace sandbox backend runs (bubblewrap,
