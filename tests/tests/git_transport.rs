@@ -184,3 +184,79 @@ fn ssh_with_a_key_and_a_pinned_host_key_and_each_refusal() {
         "no pin: {error:?}"
     );
 }
+
+/// The mirror cache over smart HTTP: cloned once, fetched after; each job
+/// gets a working copy on its own branch with no remote in it; jobs on
+/// one repository take turns on the mirror.
+#[tokio::test(flavor = "multi_thread")]
+async fn mirror_cache_and_working_copies() {
+    use forgehand_forge::git::{branch_name, MirrorCache};
+
+    let root = tempfile::tempdir().unwrap();
+    bare_repo(&root.path().join("demo.git"));
+    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
+        .await
+        .unwrap();
+    let url = format!("{}/demo.git", server.base_url);
+    tokio::task::spawn_blocking(move || {
+        let work = tempfile::tempdir().unwrap();
+        let (local, first) = local_commit(&work.path().join("local"), "main", "a.txt");
+        transport::push(
+            &local,
+            &url,
+            &["refs/heads/main:refs/heads/main"],
+            &token(TOKEN),
+        )
+        .unwrap();
+
+        let cache = MirrorCache::new(work.path().join("cache"));
+        let mirror = cache
+            .update("gitea/acme/demo", &url, &token(TOKEN))
+            .unwrap();
+        let branch = branch_name("forgehand/{number}-{slug}", 12, "Fix the README");
+        let copy = mirror
+            .working_copy(&work.path().join("job-1"), "main", &branch)
+            .unwrap();
+        assert_eq!(
+            copy.head().unwrap().shorthand(),
+            Some("forgehand/12-fix-the-readme")
+        );
+        assert_eq!(copy.head().unwrap().target(), Some(first));
+        assert!(work.path().join("job-1/a.txt").exists());
+        assert!(
+            copy.remotes().unwrap().is_empty(),
+            "the working copy names no remote"
+        );
+        drop(mirror);
+
+        // Jobs on one repository at once: each waits for the mirror, and
+        // both get a good one.
+        let threads: Vec<_> = (0..2)
+            .map(|i| {
+                let (cache, url, dest) = (
+                    cache.clone(),
+                    url.clone(),
+                    work.path().join(format!("job-c{i}")),
+                );
+                std::thread::spawn(move || {
+                    let mirror = cache
+                        .update("gitea/acme/demo", &url, &token(TOKEN))
+                        .unwrap();
+                    mirror
+                        .working_copy(&dest, "main", &format!("forgehand/{i}-x"))
+                        .unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let err = cache
+            .update("../escape", &url, &token(TOKEN))
+            .err()
+            .expect("refused");
+        assert!(err.to_string().contains("not a repository key"), "{err}");
+    })
+    .await
+    .unwrap();
+}

@@ -2,9 +2,11 @@
 //! checks that stand between the agent's work and a push.
 
 pub mod integrity;
+pub mod mirror;
 pub mod secrets;
 pub mod transport;
 
 pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
+pub use mirror::{branch_name, Mirror, MirrorCache};
 pub use secrets::{Finding, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};

@@ -1,0 +1,172 @@
+//! The mirror cache: one bare mirror per repository on the host, fetched
+//! incrementally, from which each job gets a fresh working copy quickly
+//! (a local clone from the mirror's path: no network; whether libgit2
+//! links or copies the objects, and how that compares with a fresh clone,
+//! is for the benchmark to measure) on its own branch.
+//! Jobs on the same repository take turns on its mirror through a file
+//! lock, so concurrent fetches cannot corrupt it.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use git2::build::{CloneLocal, RepoBuilder};
+
+use super::transport::{self, Credentials, TransportError};
+
+/// Where the mirrors live: `<root>/<forge>/<owner>/<name>.git`.
+#[derive(Debug, Clone)]
+pub struct MirrorCache {
+    root: PathBuf,
+}
+
+/// A repository's mirror, held exclusively while this lives.
+pub struct Mirror {
+    pub path: PathBuf,
+    pub repo: git2::Repository,
+    _lock: File,
+}
+
+impl MirrorCache {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        MirrorCache { root: root.into() }
+    }
+
+    /// The up-to-date mirror of `url`: cloned the first time, fetched
+    /// after. `key` names it in the cache (`github/owner/name`); it must
+    /// be plain path segments.
+    pub fn update(
+        &self,
+        key: &str,
+        url: &str,
+        credentials: &Credentials,
+    ) -> Result<Mirror, TransportError> {
+        let valid = !key.is_empty()
+            && key.split('/').all(|part| {
+                !part.is_empty() && part != "." && part != ".." && !part.starts_with('.')
+            });
+        if !valid {
+            return Err(TransportError::Git(git2::Error::from_str(&format!(
+                "{key:?} is not a repository key like github/owner/name"
+            ))));
+        }
+        let path = self.root.join(format!("{key}.git"));
+        let parent = path.parent().expect("a key has a parent");
+        std::fs::create_dir_all(parent).map_err(io_error)?;
+        let lock = lock(&parent.join(format!(
+            ".{}.lock",
+            path.file_name().unwrap().to_string_lossy()
+        )))?;
+        let repo = if path.join("HEAD").exists() {
+            let repo = git2::Repository::open_bare(&path)?;
+            transport::fetch(&repo, url, &MIRROR_REFSPECS, credentials)?;
+            repo
+        } else {
+            // A clone interrupted earlier leaves a half mirror: start over.
+            let _ = std::fs::remove_dir_all(&path);
+            transport::clone_bare(&path, url, credentials)?
+        };
+        Ok(Mirror {
+            path,
+            repo,
+            _lock: lock,
+        })
+    }
+}
+
+const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+
+impl Mirror {
+    /// A fresh working copy of `base` at `dest` on a new local branch
+    /// `branch`, cloned locally from the mirror; no network is involved.
+    pub fn working_copy(
+        &self,
+        dest: &Path,
+        base: &str,
+        branch: &str,
+    ) -> Result<git2::Repository, git2::Error> {
+        let repo = RepoBuilder::new()
+            .bare(false)
+            .clone_local(CloneLocal::Local)
+            .branch(base)
+            .clone(&self.path.to_string_lossy(), dest)?;
+        {
+            let head = repo.head()?.peel_to_commit()?;
+            repo.branch(branch, &head, false)?;
+            repo.set_head(&format!("refs/heads/{branch}"))?;
+        }
+        // The clone's remote points at the mirror on this host; the host
+        // pushes to the forge with its own URL and credentials, never
+        // through what the working copy says.
+        repo.remote_delete("origin")?;
+        Ok(repo)
+    }
+}
+
+fn lock(path: &Path) -> Result<File, TransportError> {
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io_error)?;
+    // SAFETY: flock on a descriptor we own; released when the file closes.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+    if rc != 0 {
+        return Err(io_error(std::io::Error::last_os_error()));
+    }
+    Ok(file)
+}
+
+fn io_error(error: std::io::Error) -> TransportError {
+    TransportError::Git(git2::Error::from_str(&error.to_string()))
+}
+
+/// The branch name for a job: `forgehand/<number>-<slug>`, the slug from
+/// the issue title (lowercase ASCII words joined by `-`, at most 40
+/// characters). `pattern` may reorder: `{number}` and `{slug}`.
+pub fn branch_name(pattern: &str, number: u64, title: &str) -> String {
+    let mut slug = String::new();
+    for word in title
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let word = word.to_ascii_lowercase();
+        if slug.len() + word.len() + 1 > 40 {
+            break;
+        }
+        if !slug.is_empty() {
+            slug.push('-');
+        }
+        slug.push_str(&word);
+    }
+    if slug.is_empty() {
+        slug.push_str("work");
+    }
+    pattern
+        .replace("{number}", &number.to_string())
+        .replace("{slug}", &slug)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_names_are_safe_and_short() {
+        let p = "forgehand/{number}-{slug}";
+        assert_eq!(
+            branch_name(p, 42, "Fix the parser's crash on `..`!"),
+            "forgehand/42-fix-the-parser-s-crash-on"
+        );
+        assert_eq!(branch_name(p, 7, "日本語"), "forgehand/7-work");
+        assert_eq!(
+            branch_name(p, 1, "a very long title that goes on and on and on and on"),
+            "forgehand/1-a-very-long-title-that-goes-on-and-on"
+        );
+        assert!(git2::Reference::is_valid_name(&format!(
+            "refs/heads/{}",
+            branch_name(p, 9, "../../etc/passwd ~^:?*[")
+        )));
+    }
+}
