@@ -260,3 +260,74 @@ async fn mirror_cache_and_working_copies() {
     .await
     .unwrap();
 }
+
+/// Committing as the bot with its trailers, and pushing only where the
+/// bot may: its own branches, never the default one, never over work
+/// someone else pushed meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
+    use forgehand_forge::git::{
+        commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest,
+    };
+
+    let root = tempfile::tempdir().unwrap();
+    bare_repo(&root.path().join("demo.git"));
+    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
+        .await
+        .unwrap();
+    let url = format!("{}/demo.git", server.base_url);
+    tokio::task::spawn_blocking(move || {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("local");
+        let (repo, _) = local_commit(&dir, "forgehand/3-fix", "a.txt");
+        repo.set_head("refs/heads/forgehand/3-fix").unwrap();
+        let bot = BotIdentity {
+            name: "forgehand[bot]".into(),
+            email: "forgehand@example.invalid".into(),
+        };
+        let request = CommitRequest {
+            message: "Fix the thing",
+            co_author: Some(("Maintainer", "m@example.invalid")),
+            job: 77,
+        };
+        assert_eq!(commit_all(&repo, &bot, &request).unwrap(), None, "nothing changed yet");
+        std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
+        std::fs::write(dir.join("new.txt"), "new\n").unwrap();
+        let oid = commit_all(&repo, &bot, &request).unwrap().expect("a commit");
+        let commit = repo.find_commit(oid).unwrap();
+        assert_eq!(commit.author().name(), Some("forgehand[bot]"));
+        assert_eq!(
+            commit.message(),
+            Some("Fix the thing\n\nCo-authored-by: Maintainer <m@example.invalid>\nForgehand-Job: 77\n")
+        );
+
+        let push = |branch: &str, expected| {
+            push_branch(
+                &repo,
+                &PushRequest {
+                    url: &url,
+                    branch,
+                    default_branch: "main",
+                    prefix: "forgehand/",
+                    expected,
+                },
+                &token(TOKEN),
+            )
+        };
+        push("forgehand/3-fix", None).unwrap();
+        assert!(matches!(push("main", None), Err(PushError::DefaultBranch { .. })));
+        assert!(matches!(push("feature/x", None), Err(PushError::NotOurs { .. })));
+        // The server's branch is at `oid` now: pushing as if it were new
+        // is refused, as is pushing after someone else moved it.
+        assert!(matches!(push("forgehand/3-fix", None), Err(PushError::Stale { .. })));
+        let (other, theirs) = local_commit(&work.path().join("other"), "forgehand/3-fix", "theirs.txt");
+        transport::push(&other, &url, &["+refs/heads/forgehand/3-fix:refs/heads/forgehand/3-fix"], &token(TOKEN))
+            .unwrap();
+        assert_ne!(theirs, oid);
+        let err = push("forgehand/3-fix", Some(oid)).unwrap_err();
+        assert!(matches!(err, PushError::Stale { .. }), "{err:?}");
+        push("forgehand/3-fix", Some(theirs)).unwrap();
+    })
+    .await
+    .unwrap();
+}

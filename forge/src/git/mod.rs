@@ -3,10 +3,12 @@
 
 pub mod integrity;
 pub mod mirror;
+pub mod publish;
 pub mod secrets;
 pub mod transport;
 
 pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
 pub use mirror::{branch_name, Mirror, MirrorCache};
+pub use publish::{commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest};
 pub use secrets::{Finding, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};

@@ -228,6 +228,29 @@ pub fn push(
     }
 }
 
+/// The branches the server has now (an `ls-remote`), name → commit.
+pub fn remote_heads(
+    url: &str,
+    credentials: &Credentials,
+) -> Result<Vec<(String, git2::Oid)>, TransportError> {
+    let refusal = Refusal::default();
+    let mut remote = git2::Remote::create_detached(url)?;
+    let connection = remote
+        .connect_auth(
+            git2::Direction::Fetch,
+            Some(callbacks(credentials, &refusal)),
+            None,
+        )
+        .map_err(|e| explain(e, &refusal, url))?;
+    let heads = connection
+        .list()?
+        .iter()
+        .filter(|h| h.name().starts_with("refs/heads/"))
+        .map(|h| (h.name().to_owned(), h.oid()))
+        .collect();
+    Ok(heads)
+}
+
 /// A new bare repository at `path` with everything of `url` fetched into
 /// it: the start of a mirror.
 pub fn clone_bare(

@@ -1,0 +1,116 @@
+//! Committing the agent's work as the bot, and pushing it: only to a
+//! branch the bot owns, never the default branch, and only if the branch
+//! on the server is still where the bot left it (force-with-lease).
+//! libgit2 runs no hooks, so nothing in the working copy runs here.
+
+use git2::{IndexAddOption, Oid, Repository, Signature};
+
+use super::transport::{self, Credentials, TransportError};
+
+pub struct BotIdentity {
+    pub name: String,
+    pub email: String,
+}
+
+pub struct CommitRequest<'a> {
+    pub message: &'a str,
+    /// The person who asked: `Co-authored-by: Name <email>`.
+    pub co_author: Option<(&'a str, &'a str)>,
+    /// Names the job in a `Forgehand-Job:` trailer.
+    pub job: i64,
+}
+
+/// Commits every change in the working tree on the current branch.
+/// `None` when there is nothing to commit.
+pub fn commit_all(
+    repo: &Repository,
+    bot: &BotIdentity,
+    request: &CommitRequest<'_>,
+) -> Result<Option<Oid>, git2::Error> {
+    let mut index = repo.index()?;
+    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    if parent.as_ref().is_some_and(|p| p.tree_id() == tree.id()) {
+        return Ok(None);
+    }
+    let mut message = request.message.trim_end().to_owned();
+    message.push_str("\n\n");
+    if let Some((name, email)) = request.co_author {
+        message.push_str(&format!("Co-authored-by: {name} <{email}>\n"));
+    }
+    message.push_str(&format!("Forgehand-Job: {}\n", request.job));
+    let signature = Signature::now(&bot.name, &bot.email)?;
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(
+        Some("HEAD"),
+        &signature,
+        &signature,
+        &message,
+        &tree,
+        &parents,
+    )
+    .map(Some)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    #[error("refusing to push to {branch}: it is the default branch")]
+    DefaultBranch { branch: String },
+    #[error("refusing to push to {branch}: the bot only pushes to branches under {prefix}")]
+    NotOurs { branch: String, prefix: String },
+    #[error("{branch} moved on the server since the bot last pushed it: not overwriting someone else's work")]
+    Stale { branch: String },
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+}
+
+pub struct PushRequest<'a> {
+    pub url: &'a str,
+    pub branch: &'a str,
+    pub default_branch: &'a str,
+    /// Branches the bot owns start with this (`forgehand/`).
+    pub prefix: &'a str,
+    /// Where the bot left the branch on the server; `None` for a new one.
+    pub expected: Option<Oid>,
+}
+
+/// Pushes the local `branch` over the server's, if the server's is where
+/// `expected` says (or absent when `expected` is `None`).
+pub fn push_branch(
+    repo: &Repository,
+    request: &PushRequest<'_>,
+    credentials: &Credentials,
+) -> Result<(), PushError> {
+    let branch = request.branch;
+    if branch == request.default_branch {
+        return Err(PushError::DefaultBranch {
+            branch: branch.into(),
+        });
+    }
+    if !branch.starts_with(request.prefix) || branch.contains("..") {
+        return Err(PushError::NotOurs {
+            branch: branch.into(),
+            prefix: request.prefix.into(),
+        });
+    }
+    let full = format!("refs/heads/{branch}");
+    let on_server = transport::remote_heads(request.url, credentials)?
+        .into_iter()
+        .find(|(name, _)| *name == full)
+        .map(|(_, oid)| oid);
+    if on_server != request.expected {
+        return Err(PushError::Stale {
+            branch: branch.into(),
+        });
+    }
+    transport::push(
+        repo,
+        request.url,
+        &[&format!("+{full}:{full}")],
+        credentials,
+    )?;
+    Ok(())
+}
