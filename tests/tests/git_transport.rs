@@ -215,7 +215,12 @@ async fn mirror_cache_and_working_copies() {
             .unwrap();
         let branch = branch_name("forgehand/{number}-{slug}", 12, "Fix the README");
         let copy = mirror
-            .working_copy(&work.path().join("job-1"), "main", &branch)
+            .working_copy(
+                &work.path().join("job-1"),
+                &work.path().join("job-1.git"),
+                "main",
+                &branch,
+            )
             .unwrap();
         assert_eq!(
             copy.head().unwrap().shorthand(),
@@ -224,8 +229,18 @@ async fn mirror_cache_and_working_copies() {
         assert_eq!(copy.head().unwrap().target(), Some(first));
         assert!(work.path().join("job-1/a.txt").exists());
         assert!(
+            !work.path().join("job-1/.git").exists(),
+            "no git directory in the tree the sandbox sees"
+        );
+        assert!(
             copy.remotes().unwrap().is_empty(),
             "the working copy names no remote"
+        );
+        // The host finds the work tree from the git directory alone.
+        let reopened = git2::Repository::open(work.path().join("job-1.git")).unwrap();
+        assert_eq!(
+            reopened.workdir().map(|p| p.canonicalize().unwrap()),
+            Some(work.path().join("job-1").canonicalize().unwrap())
         );
         drop(mirror);
 
@@ -243,7 +258,12 @@ async fn mirror_cache_and_working_copies() {
                         .update("gitea/acme/demo", &url, &token(TOKEN))
                         .unwrap();
                     mirror
-                        .working_copy(&dest, "main", &format!("forgehand/{i}-x"))
+                        .working_copy(
+                            &dest,
+                            &dest.with_extension("git"),
+                            "main",
+                            &format!("forgehand/{i}-x"),
+                        )
                         .unwrap();
                 })
             })
@@ -327,6 +347,126 @@ async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
         let err = push("forgehand/3-fix", Some(oid)).unwrap_err();
         assert!(matches!(err, PushError::Stale { .. }), "{err:?}");
         push("forgehand/3-fix", Some(theirs)).unwrap();
+    })
+    .await
+    .unwrap();
+}
+
+/// The agent plays with git's own files in its tree: hooks, a config with
+/// an fsmonitor and a hooks path, a `.git` file pointing elsewhere. The
+/// host commits, checks out and pushes from its own git directory: none of
+/// the canaries ever appears, and none of those files is committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() {
+    use forgehand_forge::git::{
+        commit_all, push_branch, BotIdentity, CommitRequest, MirrorCache, PushRequest,
+    };
+
+    let root = tempfile::tempdir().unwrap();
+    bare_repo(&root.path().join("demo.git"));
+    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
+        .await
+        .unwrap();
+    let url = format!("{}/demo.git", server.base_url);
+    tokio::task::spawn_blocking(move || {
+        let work = tempfile::tempdir().unwrap();
+        let (local, _) = local_commit(&work.path().join("local"), "main", "a.txt");
+        transport::push(
+            &local,
+            &url,
+            &["refs/heads/main:refs/heads/main"],
+            &token(TOKEN),
+        )
+        .unwrap();
+        let mirror = MirrorCache::new(work.path().join("cache"))
+            .update("github/acme/demo", &url, &token(TOKEN))
+            .unwrap();
+        let (tree, git_dir) = (work.path().join("job"), work.path().join("job.git"));
+        mirror
+            .working_copy(&tree, &git_dir, "main", "forgehand/5-x")
+            .unwrap();
+
+        // The agent, inside its tree.
+        let canaries = work.path().join("canaries");
+        std::fs::create_dir(&canaries).unwrap();
+        let hook = |name: &str| format!("#!/bin/sh\ntouch {}/{name}\n", canaries.display());
+        std::fs::create_dir_all(tree.join(".git/hooks")).unwrap();
+        for name in [
+            "pre-commit",
+            "pre-push",
+            "post-checkout",
+            "reference-transaction",
+        ] {
+            let path = tree.join(".git/hooks").join(name);
+            std::fs::write(&path, hook(name)).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+        let fsmonitor = tree.join("fsmonitor.sh");
+        std::fs::write(&fsmonitor, hook("fsmonitor")).unwrap();
+        std::fs::set_permissions(
+            &fsmonitor,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(
+            tree.join(".git/config"),
+            format!(
+                "[core]\n\tfsmonitor = {}\n\thooksPath = {}\n",
+                fsmonitor.display(),
+                tree.join(".git/hooks").display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(tree.join("a.txt"), "the agent's change\n").unwrap();
+
+        // The host.
+        let repo = git2::Repository::open(&git_dir).unwrap();
+        let bot = BotIdentity {
+            name: "forgehand[bot]".into(),
+            email: "forgehand@example.invalid".into(),
+        };
+        let oid = commit_all(
+            &repo,
+            &bot,
+            &CommitRequest {
+                message: "work",
+                co_author: None,
+                job: 1,
+            },
+        )
+        .unwrap()
+        .expect("a commit");
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+            .unwrap();
+        push_branch(
+            &repo,
+            &PushRequest {
+                url: &url,
+                branch: "forgehand/5-x",
+                default_branch: "main",
+                prefix: "forgehand/",
+                expected: None,
+            },
+            &token(TOKEN),
+        )
+        .unwrap();
+
+        let appeared: Vec<_> = std::fs::read_dir(&canaries)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            appeared.is_empty(),
+            "canaries ran on the host: {appeared:?}"
+        );
+        let tree_of = repo.find_commit(oid).unwrap().tree().unwrap();
+        assert!(
+            tree_of.get_name(".git").is_none(),
+            "the planted .git was committed"
+        );
+        assert!(tree_of.get_name("a.txt").is_some());
     })
     .await
     .unwrap();

@@ -1,16 +1,14 @@
 //! The mirror cache: one bare mirror per repository on the host, fetched
 //! incrementally, from which each job gets a fresh working copy quickly
-//! (a local clone from the mirror's path: no network; whether libgit2
-//! links or copies the objects, and how that compares with a fresh clone,
-//! is for the benchmark to measure) on its own branch.
+//! (fetched from the mirror's path: no network; how that compares with a
+//! fresh clone is for the benchmark to measure) on its own branch, with
+//! its git directory kept outside the tree the sandbox sees.
 //! Jobs on the same repository take turns on its mirror through a file
 //! lock, so concurrent fetches cannot corrupt it.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-
-use git2::build::{CloneLocal, RepoBuilder};
 
 use super::transport::{self, Credentials, TransportError};
 
@@ -77,28 +75,43 @@ impl MirrorCache {
 const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
 
 impl Mirror {
-    /// A fresh working copy of `base` at `dest` on a new local branch
-    /// `branch`, cloned locally from the mirror; no network is involved.
+    /// A fresh working copy of `base` on a new local branch `branch`:
+    /// the files at `work_dir` (what the sandbox sees), the git directory
+    /// at `git_dir`, outside it (what only the host sees). The work tree
+    /// holds no `.git` at all, so nothing the agent writes there is ever
+    /// read by the host's git as configuration, hooks or objects. Fetched
+    /// from the mirror's path: no network is involved.
     pub fn working_copy(
         &self,
-        dest: &Path,
+        work_dir: &Path,
+        git_dir: &Path,
         base: &str,
         branch: &str,
     ) -> Result<git2::Repository, git2::Error> {
-        let repo = RepoBuilder::new()
-            .bare(false)
-            .clone_local(CloneLocal::Local)
-            .branch(base)
-            .clone(&self.path.to_string_lossy(), dest)?;
-        {
-            let head = repo.head()?.peel_to_commit()?;
-            repo.branch(branch, &head, false)?;
-            repo.set_head(&format!("refs/heads/{branch}"))?;
+        let mut options = git2::RepositoryInitOptions::new();
+        options
+            .workdir_path(work_dir)
+            .no_dotgit_dir(true)
+            .mkpath(true)
+            .initial_head(branch);
+        let repo = git2::Repository::init_opts(git_dir, &options)?;
+        // libgit2 leaves a `.git` file in the work tree pointing at the git
+        // directory; the host opens the git directory itself (its
+        // `core.worktree` names the tree), so the tree keeps no pointer.
+        let gitlink = work_dir.join(".git");
+        if gitlink.is_file() {
+            std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
         }
-        // The clone's remote points at the mirror on this host; the host
-        // pushes to the forge with its own URL and credentials, never
-        // through what the working copy says.
-        repo.remote_delete("origin")?;
+        {
+            let mut remote = repo.remote_anonymous(&self.path.to_string_lossy())?;
+            remote.fetch(
+                &[format!("+refs/heads/{base}:refs/heads/{branch}")],
+                None,
+                None,
+            )?;
+        }
+        repo.set_head(&format!("refs/heads/{branch}"))?;
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
         Ok(repo)
     }
 }
