@@ -39,6 +39,7 @@ impl MirrorCache {
         url: &str,
         credentials: &Credentials,
     ) -> Result<Mirror, TransportError> {
+        transport::isolate_from_host_config();
         let valid = !key.is_empty()
             && key.split('/').all(|part| {
                 !part.is_empty() && part != "." && part != ".." && !part.starts_with('.')

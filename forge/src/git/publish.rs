@@ -27,6 +27,7 @@ pub fn commit_all(
     bot: &BotIdentity,
     request: &CommitRequest<'_>,
 ) -> Result<Option<Oid>, git2::Error> {
+    transport::isolate_from_host_config();
     let mut index = repo.index()?;
     index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
     index.update_all(["*"], None)?;

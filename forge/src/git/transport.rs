@@ -176,6 +176,29 @@ fn host_of(url: &str) -> String {
     authority.rsplit('@').next().unwrap_or(authority).to_owned()
 }
 
+/// Stops libgit2 from reading the host's own git configuration (system,
+/// global, XDG): an operator's `~/.gitconfig` with a `url.*.insteadOf` or
+/// a credential helper must not steer what the service does. Done once,
+/// before the first use of git in the process; every entry point here
+/// calls it.
+pub fn isolate_from_host_config() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for level in [
+            git2::ConfigLevel::System,
+            git2::ConfigLevel::XDG,
+            git2::ConfigLevel::Global,
+            git2::ConfigLevel::ProgramData,
+        ] {
+            // SAFETY: changes libgit2's global options; called once, before
+            // this process uses git anywhere else (see above).
+            if let Err(error) = unsafe { git2::opts::set_search_path(level, "") } {
+                tracing::warn!(%error, ?level, "could not stop libgit2 reading host git config");
+            }
+        }
+    });
+}
+
 /// Fetches `refspecs` from `url` into `repo` (an anonymous remote: nothing
 /// about it is written to the repository's config).
 pub fn fetch(
@@ -184,6 +207,7 @@ pub fn fetch(
     refspecs: &[&str],
     credentials: &Credentials,
 ) -> Result<(), TransportError> {
+    isolate_from_host_config();
     let refusal = Refusal::default();
     let mut options = FetchOptions::new();
     options.remote_callbacks(callbacks(credentials, &refusal));
@@ -200,6 +224,7 @@ pub fn push(
     refspecs: &[&str],
     credentials: &Credentials,
 ) -> Result<(), TransportError> {
+    isolate_from_host_config();
     let refusal = Refusal::default();
     let rejected: std::cell::RefCell<Vec<String>> = Default::default();
     let mut callbacks = callbacks(credentials, &refusal);
@@ -233,6 +258,7 @@ pub fn remote_heads(
     url: &str,
     credentials: &Credentials,
 ) -> Result<Vec<(String, git2::Oid)>, TransportError> {
+    isolate_from_host_config();
     let refusal = Refusal::default();
     let mut remote = git2::Remote::create_detached(url)?;
     let connection = remote
@@ -258,6 +284,7 @@ pub fn clone_bare(
     url: &str,
     credentials: &Credentials,
 ) -> Result<git2::Repository, TransportError> {
+    isolate_from_host_config();
     let repo = git2::Repository::init_bare(path)?;
     fetch(
         &repo,
