@@ -45,6 +45,25 @@ fn local_commit(dir: &Path, branch: &str, file: &str) -> (git2::Repository, git2
     (repo, oid)
 }
 
+/// An empty bare `demo.git` served over smart HTTP to `bot` with
+/// [`TOKEN`]; the temp dir lives as long as the first value.
+async fn http_demo() -> (tempfile::TempDir, GitHttpServer, String) {
+    let root = tempfile::tempdir().unwrap();
+    bare_repo(&root.path().join("demo.git"));
+    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
+        .await
+        .unwrap();
+    let url = format!("{}/demo.git", server.base_url);
+    (root, server, url)
+}
+
+fn bot() -> forgehand_forge::git::BotIdentity {
+    forgehand_forge::git::BotIdentity {
+        name: "forgehand[bot]".into(),
+        email: "forgehand@example.invalid".into(),
+    }
+}
+
 fn token(value: &str) -> Credentials {
     Credentials::Token {
         username: "bot".into(),
@@ -96,12 +115,7 @@ fn round_trip(url: &str, credentials: &Credentials) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn https_with_a_token_and_a_wrong_token_refused() {
-    let root = tempfile::tempdir().unwrap();
-    bare_repo(&root.path().join("demo.git"));
-    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
-        .await
-        .unwrap();
-    let url = format!("{}/demo.git", server.base_url);
+    let (_root, server, url) = http_demo().await;
 
     let url2 = url.clone();
     tokio::task::spawn_blocking(move || round_trip(&url2, &token(TOKEN)))
@@ -192,12 +206,7 @@ fn ssh_with_a_key_and_a_pinned_host_key_and_each_refusal() {
 async fn mirror_cache_and_working_copies() {
     use forgehand_forge::git::{branch_name, MirrorCache};
 
-    let root = tempfile::tempdir().unwrap();
-    bare_repo(&root.path().join("demo.git"));
-    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
-        .await
-        .unwrap();
-    let url = format!("{}/demo.git", server.base_url);
+    let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {
         let work = tempfile::tempdir().unwrap();
         let (local, first) = local_commit(&work.path().join("local"), "main", "a.txt");
@@ -286,25 +295,15 @@ async fn mirror_cache_and_working_copies() {
 /// someone else pushed meanwhile.
 #[tokio::test(flavor = "multi_thread")]
 async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
-    use forgehand_forge::git::{
-        commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest,
-    };
+    use forgehand_forge::git::{commit_all, push_branch, CommitRequest, PushError, PushRequest};
 
-    let root = tempfile::tempdir().unwrap();
-    bare_repo(&root.path().join("demo.git"));
-    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
-        .await
-        .unwrap();
-    let url = format!("{}/demo.git", server.base_url);
+    let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {
         let work = tempfile::tempdir().unwrap();
         let dir = work.path().join("local");
         let (repo, _) = local_commit(&dir, "forgehand/3-fix", "a.txt");
         repo.set_head("refs/heads/forgehand/3-fix").unwrap();
-        let bot = BotIdentity {
-            name: "forgehand[bot]".into(),
-            email: "forgehand@example.invalid".into(),
-        };
+        let bot = bot();
         let request = CommitRequest {
             message: "Fix the thing",
             co_author: Some(("Maintainer", "m@example.invalid")),
@@ -352,22 +351,15 @@ async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
     .unwrap();
 }
 
-/// The agent plays with git's own files in its tree: hooks, a config with
-/// an fsmonitor and a hooks path, a `.git` file pointing elsewhere. The
+/// The agent plays with git's own files in its tree: a `.git` directory
+/// with hooks and a config naming an fsmonitor and a hooks path. The
 /// host commits, checks out and pushes from its own git directory: none of
 /// the canaries ever appears, and none of those files is committed.
 #[tokio::test(flavor = "multi_thread")]
 async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() {
-    use forgehand_forge::git::{
-        commit_all, push_branch, BotIdentity, CommitRequest, MirrorCache, PushRequest,
-    };
+    use forgehand_forge::git::{commit_all, push_branch, CommitRequest, MirrorCache, PushRequest};
 
-    let root = tempfile::tempdir().unwrap();
-    bare_repo(&root.path().join("demo.git"));
-    let server = GitHttpServer::start(root.path(), "bot", TOKEN)
-        .await
-        .unwrap();
-    let url = format!("{}/demo.git", server.base_url);
+    let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {
         let work = tempfile::tempdir().unwrap();
         let (local, _) = local_commit(&work.path().join("local"), "main", "a.txt");
@@ -422,10 +414,7 @@ async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() 
 
         // The host.
         let repo = git2::Repository::open(&git_dir).unwrap();
-        let bot = BotIdentity {
-            name: "forgehand[bot]".into(),
-            email: "forgehand@example.invalid".into(),
-        };
+        let bot = bot();
         let oid = commit_all(
             &repo,
             &bot,
