@@ -50,6 +50,7 @@ pub enum JobCommand {
     Plan { instructions: Option<String> },
     Go,
     Help,
+    AllowSensitive,
 }
 
 impl Job {
@@ -80,6 +81,7 @@ impl JobCommand {
             JobCommand::Plan { .. } => "plan",
             JobCommand::Go => "go",
             JobCommand::Help => "help",
+            JobCommand::AllowSensitive => "allow_sensitive",
         }
     }
 }

@@ -297,6 +297,7 @@ fn job_command(command: Command) -> JobCommand {
         Command::Stop => JobCommand::Stop,
         Command::Go => JobCommand::Go,
         Command::Help => JobCommand::Help,
+        Command::AllowSensitive => JobCommand::AllowSensitive,
         Command::Request { .. } => unreachable!("requests are matched before commands"),
     }
 }

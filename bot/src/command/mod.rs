@@ -13,7 +13,7 @@
 //!   it is the request; if its first word is a command, it is that command,
 //!   otherwise a [`Command::Request`] in plain words.
 //! * Commands: `fix` and `plan` take free-text instructions; `retry`,
-//!   `stop`, `go` and `help` take nothing.
+//!   `stop`, `go`, `allow-sensitive` and `help` take nothing.
 //! * Instructions and requests run to the end of the line and on through the
 //!   following lines of the same paragraph: up to a blank line, a code block,
 //!   a quote, or a line that addresses the bot itself.
@@ -52,6 +52,9 @@ pub enum Command {
     Help,
     /// `/forgehand plan [instructions]`
     Plan { instructions: Option<String> },
+    /// `/forgehand allow-sensitive`: a maintainer lets the agent's changes
+    /// to CI definitions, instruction files and the like be pushed.
+    AllowSensitive,
 }
 
 impl Command {
@@ -65,6 +68,7 @@ impl Command {
             Command::Go => Subcommand::Go.name(),
             Command::Help => Subcommand::Help.name(),
             Command::Plan { .. } => Subcommand::Plan.name(),
+            Command::AllowSensitive => Subcommand::AllowSensitive.name(),
         }
     }
 }
@@ -77,17 +81,19 @@ pub enum Subcommand {
     Go,
     Stop,
     Retry,
+    AllowSensitive,
     Help,
 }
 
 impl Subcommand {
     /// Every subcommand, in the order help lists them.
-    pub const ALL: [Subcommand; 6] = [
+    pub const ALL: [Subcommand; 7] = [
         Subcommand::Fix,
         Subcommand::Plan,
         Subcommand::Go,
         Subcommand::Stop,
         Subcommand::Retry,
+        Subcommand::AllowSensitive,
         Subcommand::Help,
     ];
 
@@ -99,6 +105,7 @@ impl Subcommand {
             Subcommand::Go => "go",
             Subcommand::Stop => "stop",
             Subcommand::Retry => "retry",
+            Subcommand::AllowSensitive => "allow-sensitive",
             Subcommand::Help => "help",
         }
     }
@@ -122,6 +129,7 @@ impl Subcommand {
             Subcommand::Go => Command::Go,
             Subcommand::Stop => Command::Stop,
             Subcommand::Retry => Command::Retry,
+            Subcommand::AllowSensitive => Command::AllowSensitive,
             Subcommand::Help => Command::Help,
         }
     }
@@ -157,6 +165,10 @@ pub fn help_text(bot_username: &str) -> String {
         ("go", "Go ahead with the plan."),
         ("stop", "Stop what I am doing."),
         ("retry", "Try the last run again."),
+        (
+            "allow-sensitive",
+            "Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request).",
+        ),
         ("help", "Show this message."),
     ];
     for (command, what) in rows {

@@ -360,3 +360,21 @@ fn help_text_lists_every_command_and_the_bots_name() {
     );
     assert!(!help_text("forgehand").contains("works as well as"));
 }
+
+#[test]
+fn a_maintainer_allows_sensitive_changes() {
+    assert_eq!(
+        parse("/forgehand allow-sensitive"),
+        vec![Command::AllowSensitive]
+    );
+    assert_eq!(
+        parse("Looks right to me.\n@forgehand Allow-Sensitive"),
+        vec![Command::AllowSensitive]
+    );
+    assert_eq!(Command::AllowSensitive.name(), "allow-sensitive");
+    let error = parse_comment("/forgehand allow-sensitve", "forgehand").unwrap_err();
+    assert!(
+        error.to_string().contains("allow-sensitive"),
+        "a near miss suggests the command: {error}"
+    );
+}

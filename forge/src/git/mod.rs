@@ -1,12 +1,16 @@
 //! Host-side git: what the host does with a job's working copy, and the
 //! checks that stand between the agent's work and a push.
 
+pub mod deliver;
+pub mod gate;
 pub mod integrity;
 pub mod mirror;
 pub mod publish;
 pub mod secrets;
 pub mod transport;
 
+pub use deliver::{deliver, Checks, DeliverError, Delivery};
+pub use gate::{Cleared, GatePolicy, GateReport, Refusal, RefusalReason};
 pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
 pub use mirror::{branch_name, Mirror, MirrorCache};
 pub use publish::{commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest};

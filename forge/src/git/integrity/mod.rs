@@ -4,8 +4,9 @@
 //! points, CODEOWNERS) and every symlink with its target; after, the
 //! differences, each classed:
 //!
-//! - **tamper**: git internals (config, hooks, info, alternates). Never
-//!   pushed: the host's own git must not be steered by the agent.
+//! - **tamper**: git internals (config, hooks, info, alternates), and any
+//!   `.git` planted in the tree. Never pushed: the host's own git must not
+//!   be steered by the agent.
 //! - **sensitive**: CI definitions, instruction files, CODEOWNERS, submodule
 //!   URLs, build entry points, symlinks that leave the tree. Pushed only
 //!   when allowed, and always listed in the pull request.
@@ -112,7 +113,10 @@ pub fn snapshot(worktree: &Path, git_dir: &Path) -> io::Result<Snapshot> {
         worktree,
         git_in_tree.as_deref(),
         &mut |rel, path, meta| {
-            if meta.file_type().is_symlink() || matches_any(rel, SENSITIVE_PATHS) {
+            if meta.file_type().is_symlink()
+                || matches_any(rel, SENSITIVE_PATHS)
+                || planted_git(rel)
+            {
                 entries.insert(format!("worktree/{rel}"), entry(path, meta)?);
             }
             Ok(())
@@ -153,6 +157,15 @@ pub fn compare(before: &Snapshot, after: &Snapshot) -> Vec<IntegrityFinding> {
             continue;
         }
         let rel = key.strip_prefix("worktree/").unwrap_or(key);
+        if planted_git(rel) {
+            findings.push(IntegrityFinding {
+                path: rel.to_owned(),
+                change,
+                class: Class::Tamper,
+                reason: "git's own files planted in the working tree",
+            });
+            continue;
+        }
         let sensitive_path = matches_any(rel, SENSITIVE_PATHS);
         let leaving_link = match new {
             Some(Entry::Symlink { target }) => leaves_tree(rel, target),
@@ -176,6 +189,12 @@ pub fn compare(before: &Snapshot, after: &Snapshot) -> Vec<IntegrityFinding> {
     }
     findings.sort_by(|a, b| b.class.cmp(&a.class).then_with(|| a.path.cmp(&b.path)));
     findings
+}
+
+/// A `.git` directory or file anywhere in the tree: the host's git
+/// directory lives outside it, so any `.git` there is the agent's.
+fn planted_git(rel: &str) -> bool {
+    rel.split('/').any(|part| part == ".git")
 }
 
 fn git_reason(rel: &str) -> &'static str {
