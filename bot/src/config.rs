@@ -9,8 +9,10 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod git;
 mod sandbox;
 
+pub use git::GitConfig;
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
 
 /// The variable naming the configuration file; not a configuration key.
@@ -29,6 +31,7 @@ pub struct Config {
     pub queue: QueueConfig,
     pub log: LogConfig,
     pub sandbox: SandboxConfig,
+    pub git: GitConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -284,6 +287,7 @@ impl Config {
             ));
         }
         self.sandbox.problems(&mut problems);
+        self.git.problems(&mut problems);
         for (key, secrets) in [("github", &self.github), ("gitea", &self.gitea)] {
             use secrecy::ExposeSecret;
             if secrets

@@ -460,3 +460,104 @@ async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() 
     .await
     .unwrap();
 }
+
+/// A follow-up job: the mirror is fetched again, the working copy starts
+/// from the bot's existing branch, and the new commit goes on top of the
+/// last one with the lease taken from where the branch stood.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_continues_the_bots_branch() {
+    use forgehand_forge::git::{
+        commit_all, push_branch, CommitRequest, MirrorCache, PushError, PushRequest,
+    };
+
+    let (_root, _server, url) = http_demo().await;
+    tokio::task::spawn_blocking(move || {
+        let work = tempfile::tempdir().unwrap();
+        let (local, _) = local_commit(&work.path().join("local"), "main", "a.txt");
+        transport::push(
+            &local,
+            &url,
+            &["refs/heads/main:refs/heads/main"],
+            &token(TOKEN),
+        )
+        .unwrap();
+        let cache = MirrorCache::new(work.path().join("cache"));
+        let branch = "forgehand/4-first";
+        let push = |repo: &git2::Repository, expected| {
+            push_branch(
+                repo,
+                &PushRequest {
+                    url: &url,
+                    branch,
+                    default_branch: "main",
+                    prefix: "forgehand/",
+                    expected,
+                },
+                &token(TOKEN),
+            )
+        };
+        let request = |job| CommitRequest {
+            message: "work",
+            co_author: None,
+            job,
+        };
+
+        // The first job opens the branch.
+        let mirror = cache
+            .update("github/acme/demo", &url, &token(TOKEN))
+            .unwrap();
+        let (tree, git_dir) = (work.path().join("j1"), work.path().join("j1.git"));
+        let first_repo = mirror
+            .working_copy(&tree, &git_dir, "main", branch)
+            .unwrap();
+        drop(mirror);
+        std::fs::write(tree.join("a.txt"), "first\n").unwrap();
+        let first = commit_all(&first_repo, &bot(), &request(1))
+            .unwrap()
+            .unwrap();
+        push(&first_repo, None).unwrap();
+
+        // The review's follow-up starts where the first job left off.
+        let mirror = cache
+            .update("github/acme/demo", &url, &token(TOKEN))
+            .unwrap();
+        let (tree, git_dir) = (work.path().join("j2"), work.path().join("j2.git"));
+        let (repo, tip) = mirror.follow_up_copy(&tree, &git_dir, branch).unwrap();
+        drop(mirror);
+        assert_eq!(tip, first);
+        assert_eq!(
+            std::fs::read_to_string(tree.join("a.txt")).unwrap(),
+            "first\n"
+        );
+        assert_eq!(repo.head().unwrap().shorthand(), Some(branch));
+        std::fs::write(tree.join("a.txt"), "second\n").unwrap();
+        let second = commit_all(&repo, &bot(), &request(2)).unwrap().unwrap();
+        assert_eq!(
+            repo.find_commit(second).unwrap().parent_id(0).unwrap(),
+            first
+        );
+        // A stale lease (as if the branch were new) is refused; the right one pushes.
+        assert!(matches!(push(&repo, None), Err(PushError::Stale { .. })));
+        push(&repo, Some(tip)).unwrap();
+        let heads = transport::remote_heads(&url, &token(TOKEN)).unwrap();
+        assert!(
+            heads.contains(&(format!("refs/heads/{branch}"), second)),
+            "{heads:?}"
+        );
+
+        let mirror = cache
+            .update("github/acme/demo", &url, &token(TOKEN))
+            .unwrap();
+        let err = mirror
+            .follow_up_copy(
+                &work.path().join("j3"),
+                &work.path().join("j3.git"),
+                "forgehand/99-gone",
+            )
+            .err()
+            .expect("no such branch");
+        assert!(err.message().contains("not in the mirror"), "{err}");
+    })
+    .await
+    .unwrap();
+}

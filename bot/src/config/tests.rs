@@ -197,3 +197,50 @@ fn sandbox_errors_name_the_key() {
         "{err}"
     );
 }
+
+#[test]
+fn git_keys_have_defaults_and_errors_name_the_key() {
+    let c = Config::load_from(None, env(&[])).unwrap();
+    assert_eq!(c.git.branch_prefix(), "forgehand/");
+    assert_eq!(
+        c.git.branch_for(12, "Fix the README"),
+        "forgehand/12-fix-the-readme"
+    );
+    assert!(!c.git.policy_for("acme/demo").allow_sensitive);
+
+    let c = Config::load_from(
+        None,
+        env(&[
+            ("FORGEHAND_GIT__BRANCH_PATTERN", "bots/fh/{slug}-{number}"),
+            ("FORGEHAND_GIT__ALLOW_SENSITIVE", "Acme/Infra, acme/tools"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(c.git.branch_prefix(), "bots/fh/");
+    assert!(c.git.policy_for("acme/tools").allow_sensitive);
+    let f = file(
+        "[git]\nbranch_pattern = \"bots/fh/{slug}-{number}\"\nallow_sensitive = [\"Acme/Infra\"]\n",
+    );
+    let c = Config::load_from(Some(f.path()), env(&[])).unwrap();
+    assert_eq!(c.git.branch_prefix(), "bots/fh/");
+    assert_eq!(c.git.branch_for(3, "x y"), "bots/fh/x-y-3");
+    assert!(c.git.policy_for("acme/infra").allow_sensitive);
+    assert!(!c.git.policy_for("acme/other").allow_sensitive);
+
+    let f = file("[git]\nbranch_pattern = \"{number}-{slug}\"\nallow_sensitive = [\"just-a-name\"]\nssh_key_path = \"/keys/id\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    for expected in [
+        "git.branch_pattern: `{number}-{slug}` must start with a fixed directory",
+        "git.allow_sensitive: `just-a-name` is not `owner/name` or `*`",
+        "git.known_hosts_path: SSH needs both",
+    ] {
+        assert!(err.contains(expected), "{expected} in {err}");
+    }
+    let f = file("[git]\nbranch_pattern = \"forgehand/{slug}\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must contain {number}"), "{err}");
+}

@@ -89,6 +89,39 @@ impl Mirror {
         base: &str,
         branch: &str,
     ) -> Result<git2::Repository, git2::Error> {
+        self.copy(work_dir, git_dir, base, branch)
+    }
+
+    /// A fresh working copy of the bot's existing `branch` (a follow-up on
+    /// its pull request), and where the branch stands in the mirror: the
+    /// push that follows must find it there on the server (the lease).
+    pub fn follow_up_copy(
+        &self,
+        work_dir: &Path,
+        git_dir: &Path,
+        branch: &str,
+    ) -> Result<(git2::Repository, git2::Oid), git2::Error> {
+        let tip = self
+            .repo
+            .find_reference(&format!("refs/heads/{branch}"))
+            .map_err(|e| {
+                git2::Error::from_str(&format!(
+                    "the pull request's branch {branch} is not in the mirror: {}",
+                    e.message()
+                ))
+            })?
+            .target()
+            .ok_or_else(|| git2::Error::from_str("the branch is a symbolic reference"))?;
+        Ok((self.copy(work_dir, git_dir, branch, branch)?, tip))
+    }
+
+    fn copy(
+        &self,
+        work_dir: &Path,
+        git_dir: &Path,
+        from: &str,
+        branch: &str,
+    ) -> Result<git2::Repository, git2::Error> {
         let mut options = git2::RepositoryInitOptions::new();
         options
             .workdir_path(work_dir)
@@ -106,7 +139,7 @@ impl Mirror {
         {
             let mut remote = repo.remote_anonymous(&self.path.to_string_lossy())?;
             remote.fetch(
-                &[format!("+refs/heads/{base}:refs/heads/{branch}")],
+                &[format!("+refs/heads/{from}:refs/heads/{branch}")],
                 None,
                 None,
             )?;

@@ -1,0 +1,139 @@
+//! `[git]`: where the host keeps repositories, how the bot names its
+//! branches and signs its commits, and what it may push.
+
+use std::path::PathBuf;
+
+use forgehand_forge::git::{branch_name, BotIdentity, GatePolicy};
+use serde::{Deserialize, Deserializer, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitConfig {
+    /// One bare mirror per repository, fetched incrementally.
+    pub mirror_dir: PathBuf,
+    /// Each job's working copy and, beside it, its git directory.
+    pub work_dir: PathBuf,
+    /// The bot's branches: `{number}` and `{slug}` are filled in; the
+    /// fixed text before the first placeholder is the prefix that marks a
+    /// branch as the bot's own (the only branches it pushes to).
+    pub branch_pattern: String,
+    /// Repositories (`owner/name`, or `*` for all) whose sensitive files
+    /// (CI definitions, agent instructions, CODEOWNERS, build entry
+    /// points) the agent's changes may touch and still be pushed. Always
+    /// listed in the pull request. A TOML list, or one comma-separated
+    /// string (the form environment variables use).
+    #[serde(deserialize_with = "list")]
+    pub allow_sensitive: Vec<String>,
+    /// SSH transport: the private key and the pinned host keys
+    /// (`known_hosts` format). Both or neither.
+    pub ssh_key_path: Option<PathBuf>,
+    pub known_hosts_path: Option<PathBuf>,
+    /// The author and committer of the bot's commits.
+    pub commit_name: String,
+    pub commit_email: String,
+}
+
+impl Default for GitConfig {
+    fn default() -> Self {
+        GitConfig {
+            mirror_dir: "forgehand-data/mirrors".into(),
+            work_dir: "forgehand-data/jobs".into(),
+            branch_pattern: "forgehand/{number}-{slug}".into(),
+            allow_sensitive: Vec::new(),
+            ssh_key_path: None,
+            known_hosts_path: None,
+            commit_name: "forgehand[bot]".into(),
+            commit_email: "forgehand@users.noreply.localhost".into(),
+        }
+    }
+}
+
+impl GitConfig {
+    /// What marks a branch as the bot's: `forgehand/` by default.
+    pub fn branch_prefix(&self) -> &str {
+        let end = self.branch_pattern.find('{').unwrap_or(0);
+        &self.branch_pattern[..end]
+    }
+
+    pub fn branch_for(&self, number: u64, title: &str) -> String {
+        branch_name(&self.branch_pattern, number, title)
+    }
+
+    /// The gate's policy for `repo` (`owner/name`) when no maintainer has
+    /// said `/forgehand allow-sensitive`.
+    pub fn policy_for(&self, repo: &str) -> GatePolicy {
+        GatePolicy {
+            allow_sensitive: self
+                .allow_sensitive
+                .iter()
+                .any(|r| r == "*" || r.eq_ignore_ascii_case(repo)),
+        }
+    }
+
+    pub fn identity(&self) -> BotIdentity {
+        BotIdentity {
+            name: self.commit_name.clone(),
+            email: self.commit_email.clone(),
+        }
+    }
+
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        let pattern = &self.branch_pattern;
+        let prefix = self.branch_prefix();
+        if !pattern.contains("{number}") {
+            problems.push(format!(
+                "git.branch_pattern: `{pattern}` must contain {{number}} so that each issue gets its own branch"
+            ));
+        } else if prefix.is_empty() || !prefix.ends_with('/') {
+            problems.push(format!(
+                "git.branch_pattern: `{pattern}` must start with a fixed directory like `forgehand/`: it marks the branches the bot owns"
+            ));
+        } else if !git2::Reference::is_valid_name(&format!(
+            "refs/heads/{}",
+            self.branch_for(1, "example")
+        )) {
+            problems.push(format!(
+                "git.branch_pattern: `{pattern}` does not make a valid branch name"
+            ));
+        }
+        for repo in &self.allow_sensitive {
+            let valid = repo == "*"
+                || repo
+                    .split_once('/')
+                    .is_some_and(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'));
+            if !valid {
+                problems.push(format!(
+                    "git.allow_sensitive: `{repo}` is not `owner/name` or `*`"
+                ));
+            }
+        }
+        if self.ssh_key_path.is_some() != self.known_hosts_path.is_some() {
+            problems.push(
+                "git.known_hosts_path: SSH needs both git.ssh_key_path and git.known_hosts_path (host keys are pinned, never trusted on first use)".into(),
+            );
+        }
+        if self.commit_name.trim().is_empty() || !self.commit_email.contains('@') {
+            problems.push(
+                "git.commit_email: the bot's commits need a name and an e-mail address".into(),
+            );
+        }
+    }
+}
+
+fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    let raw = match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => s.split(',').map(str::to_owned).collect(),
+        OneOrMany::Many(v) => v,
+    };
+    Ok(raw
+        .into_iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect())
+}
