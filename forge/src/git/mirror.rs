@@ -89,7 +89,20 @@ impl Mirror {
         base: &str,
         branch: &str,
     ) -> Result<git2::Repository, git2::Error> {
-        self.copy(work_dir, git_dir, base, branch)
+        self.copy(CopyStrategy::default(), work_dir, git_dir, base, branch)
+    }
+
+    /// [`Mirror::working_copy`] with a chosen way of getting the objects
+    /// (for the benchmark that chose the default).
+    pub fn working_copy_with(
+        &self,
+        strategy: CopyStrategy,
+        work_dir: &Path,
+        git_dir: &Path,
+        base: &str,
+        branch: &str,
+    ) -> Result<git2::Repository, git2::Error> {
+        self.copy(strategy, work_dir, git_dir, base, branch)
     }
 
     /// A fresh working copy of the bot's existing `branch` (a follow-up on
@@ -112,11 +125,15 @@ impl Mirror {
             })?
             .target()
             .ok_or_else(|| git2::Error::from_str("the branch is a symbolic reference"))?;
-        Ok((self.copy(work_dir, git_dir, branch, branch)?, tip))
+        Ok((
+            self.copy(CopyStrategy::default(), work_dir, git_dir, branch, branch)?,
+            tip,
+        ))
     }
 
     fn copy(
         &self,
+        strategy: CopyStrategy,
         work_dir: &Path,
         git_dir: &Path,
         from: &str,
@@ -136,18 +153,74 @@ impl Mirror {
         if gitlink.is_file() {
             std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
         }
-        {
-            let mut remote = repo.remote_anonymous(&self.path.to_string_lossy())?;
-            remote.fetch(
-                &[format!("+refs/heads/{from}:refs/heads/{branch}")],
-                None,
-                None,
-            )?;
+        match strategy {
+            CopyStrategy::HardLinks => {
+                let tip = self
+                    .repo
+                    .find_reference(&format!("refs/heads/{from}"))?
+                    .peel_to_commit()?
+                    .id();
+                link_objects(&self.path.join("objects"), &git_dir.join("objects"))
+                    .map_err(|e| git2::Error::from_str(&format!("cannot link objects: {e}")))?;
+                repo.reference(
+                    &format!("refs/heads/{branch}"),
+                    tip,
+                    true,
+                    "from the mirror",
+                )?;
+            }
+            CopyStrategy::LocalFetch => {
+                let mut remote = repo.remote_anonymous(&self.path.to_string_lossy())?;
+                remote.fetch(
+                    &[format!("+refs/heads/{from}:refs/heads/{branch}")],
+                    None,
+                    None,
+                )?;
+            }
         }
         repo.set_head(&format!("refs/heads/{branch}"))?;
         repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
         Ok(repo)
     }
+}
+
+/// How a working copy gets its objects from the mirror. `bench/workcopy.sh`
+/// measured both (bench/README.md): hard links win by far, because the
+/// objects are not read at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CopyStrategy {
+    /// Hard-link the mirror's pack and loose object files (copied when
+    /// the job directory is on another file system). Safe to share: git
+    /// never changes an object file in place, it only adds and deletes
+    /// whole files; and the job's git directory is the host's alone.
+    #[default]
+    HardLinks,
+    /// A local fetch from the mirror's path: libgit2 reads the objects
+    /// the branch needs and writes a new pack.
+    LocalFetch,
+}
+
+/// Links (or copies) every object file under `from` into `to`, except
+/// `info/` (alternates and such are not the job's business).
+fn link_objects(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "info" {
+            continue;
+        }
+        let (source, target) = (entry.path(), to.join(&name));
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            link_objects(&source, &target)?;
+        } else if kind.is_file() && !target.exists() {
+            if std::fs::hard_link(&source, &target).is_err() {
+                std::fs::copy(&source, &target)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn lock(path: &Path) -> Result<File, TransportError> {

@@ -12,7 +12,7 @@ pub mod transport;
 pub use deliver::{deliver, Checks, DeliverError, Delivery};
 pub use gate::{Cleared, GatePolicy, GateReport, Refusal, RefusalReason};
 pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
-pub use mirror::{branch_name, Mirror, MirrorCache};
+pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
 pub use publish::{commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest};
 pub use secrets::{Finding, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};
