@@ -214,10 +214,11 @@ fn link_objects(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_dir() {
             std::fs::create_dir_all(&target)?;
             link_objects(&source, &target)?;
-        } else if kind.is_file() && !target.exists() {
-            if std::fs::hard_link(&source, &target).is_err() {
-                std::fs::copy(&source, &target)?;
-            }
+        } else if kind.is_file()
+            && !target.exists()
+            && std::fs::hard_link(&source, &target).is_err()
+        {
+            std::fs::copy(&source, &target)?;
         }
     }
     Ok(())
