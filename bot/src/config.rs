@@ -10,9 +10,11 @@ use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod git;
+mod model;
 mod sandbox;
 
 pub use git::GitConfig;
+pub use model::{AgentConfig, ModelConfig, Price};
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
 
 /// The variable naming the configuration file; not a configuration key.
@@ -32,6 +34,8 @@ pub struct Config {
     pub log: LogConfig,
     pub sandbox: SandboxConfig,
     pub git: GitConfig,
+    pub model: ModelConfig,
+    pub agent: AgentConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -288,6 +292,8 @@ impl Config {
         }
         self.sandbox.problems(&mut problems);
         self.git.problems(&mut problems);
+        self.model.problems(&mut problems);
+        self.agent.problems(&mut problems);
         for (key, secrets) in [("github", &self.github), ("gitea", &self.gitea)] {
             use secrecy::ExposeSecret;
             if secrets

@@ -2,10 +2,12 @@
 //! queue and the operator API. The binary in `main.rs` is a thin CLI over
 //! this library so that tests drive the very same router and queue.
 
+pub mod agent;
 pub mod cli;
 pub mod command;
 pub mod config;
 pub mod job;
+pub mod model;
 pub mod queue;
 pub mod sandboxes;
 pub mod server;

@@ -1,0 +1,106 @@
+//! The agent's tools. Every one acts on the job's working copy only: the
+//! shell tools run inside the sandbox; the file tools go through a
+//! directory handle (cap-std) that cannot leave the working copy, so no
+//! `..`, absolute path or planted symlink reaches a host file.
+//!
+//! Arguments are validated against each tool's JSON schema (with bounds)
+//! before anything runs; every error goes back to the model as a tool
+//! result it can act on.
+
+mod files;
+mod schema;
+mod shell;
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use forgehand_sandbox::Sandbox;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::model::{ToolCall, ToolSpec};
+
+pub use files::Files;
+
+/// What a tool call came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// Sent back to the model.
+    Output(String),
+    /// Sent back to the model, marked as an error it should act on.
+    Error(String),
+    /// The agent is done.
+    Finish { summary: String, title: String },
+}
+
+impl ToolOutcome {
+    pub fn text(&self) -> String {
+        match self {
+            ToolOutcome::Output(text) => text.clone(),
+            ToolOutcome::Error(text) => format!("error: {text}"),
+            ToolOutcome::Finish { summary, .. } => format!("finished: {summary}"),
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, ToolOutcome::Error(_))
+    }
+}
+
+pub struct Toolbox<'a> {
+    pub files: Files,
+    pub sandbox: &'a dyn Sandbox,
+    /// The longest one `bash` call may run (the sandbox's own limit).
+    pub max_command_time: Duration,
+}
+
+/// Every tool the model is offered.
+pub fn specs() -> &'static [ToolSpec] {
+    static SPECS: LazyLock<Vec<ToolSpec>> = LazyLock::new(schema::specs);
+    &SPECS
+}
+
+impl Toolbox<'_> {
+    pub async fn call(&self, call: &ToolCall) -> ToolOutcome {
+        let args = match schema::validate(&call.name, &call.arguments) {
+            Ok(args) => args,
+            Err(message) => return ToolOutcome::Error(message),
+        };
+        let result = match call.name.as_str() {
+            "read_file" => parse(args).and_then(|a| self.files.read(a)),
+            "write_file" => parse(args).and_then(|a| self.files.write(a)),
+            "edit_file" => parse(args).and_then(|a| self.files.edit(a)),
+            "list_files" => parse(args).and_then(|a| self.files.list(a)),
+            "glob" => parse(args).and_then(|a| self.files.glob(a)),
+            "grep" => match parse(args) {
+                Ok(a) => shell::grep(self.sandbox, a).await,
+                Err(e) => Err(e),
+            },
+            "bash" => match parse(args) {
+                Ok(a) => shell::bash(self.sandbox, a, self.max_command_time).await,
+                Err(e) => Err(e),
+            },
+            "finish" => {
+                return match parse::<schema::FinishArgs>(args) {
+                    Ok(a) => ToolOutcome::Finish {
+                        summary: a.summary,
+                        title: a.title,
+                    },
+                    Err(e) => ToolOutcome::Error(e),
+                }
+            }
+            other => Err(format!("there is no tool named `{other}`")),
+        };
+        match result {
+            Ok(text) => ToolOutcome::Output(text),
+            Err(message) => ToolOutcome::Error(message),
+        }
+    }
+}
+
+fn parse<T: DeserializeOwned>(args: Value) -> Result<T, String> {
+    serde_json::from_value(args).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+#[cfg(test)]
+mod tests;
