@@ -3,8 +3,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use forgehand_bot::cli::run::{self, RunArgs};
 use forgehand_bot::cli::{doctor, sandbox_exec, SandboxExecArgs};
 use forgehand_bot::config::{Config, CONFIG_PATH_VAR};
+use forgehand_bot::model::Provider;
 use forgehand_bot::queue::LoggingHandler;
 use forgehand_bot::{service, telemetry};
 use forgehand_sandbox::BackendChoice;
@@ -37,6 +39,35 @@ enum Command {
     /// Sandboxes by hand.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Run the agent on a local repository, no forge involved: it works on
+    /// a new branch, and the diff, cost, turns and transcript are printed.
+    Run {
+        /// The git repository (its checked-out branch is the starting point).
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// What to do, in plain words.
+        #[arg(long)]
+        task: String,
+        /// openai or anthropic (default: model.provider).
+        #[arg(long)]
+        provider: Option<Provider>,
+        /// The model server (default: model.base_url).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The model's name (default: model.name).
+        #[arg(long)]
+        model: Option<String>,
+        /// auto, microvm or namespace (default: sandbox.backend).
+        #[arg(long)]
+        backend: Option<BackendChoice>,
+        /// Also commit changes to CI definitions, agent instructions,
+        /// CODEOWNERS and build entry points (listed either way).
+        #[arg(long)]
+        allow_sensitive: bool,
+        /// Print one JSON object instead of the diff and a summary.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -103,6 +134,51 @@ fn main() -> ExitCode {
                     // Distinct from any status the command could have.
                     ExitCode::from(125)
                 }
+            }
+        }
+        Command::Run {
+            repo,
+            task,
+            provider,
+            base_url,
+            model,
+            backend,
+            allow_sensitive,
+            json,
+        } => {
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            let args = RunArgs {
+                repo,
+                task,
+                provider,
+                base_url,
+                model,
+                backend,
+                allow_sensitive,
+            };
+            let report = match runtime.block_on(run::run(&config, args)) {
+                Ok(report) => report,
+                Err(error) => {
+                    let report = run::RunReport::infra(format!("{error:#}"));
+                    if !json {
+                        eprintln!("forgehand: {error:#}");
+                        return ExitCode::FAILURE;
+                    }
+                    report
+                }
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&report).expect("the report serializes")
+                );
+            } else {
+                let _ = run::print_human(&report, &mut std::io::stdout());
+            }
+            if report.status == "succeeded" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
             }
         }
         Command::Serve => {

@@ -1,3 +1,12 @@
-//! The agent: the model's loop on the host, its tools in the sandbox.
+//! The agent: the model's loop on the host, its tools in the sandbox,
+//! budgets the host enforces, prompts from `prompts/`, and a transcript.
 
+pub mod budget;
+pub mod prompts;
+pub mod run;
 pub mod tools;
+pub mod transcript;
+
+pub use budget::Budgets;
+pub use run::{run_agent, AgentReport, AgentSettings, Outcome};
+pub use transcript::Transcript;

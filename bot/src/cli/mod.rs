@@ -1,6 +1,7 @@
 //! Subcommands beyond `serve`: what operators run by hand.
 
 mod doctor;
+pub mod run;
 mod sandbox_exec;
 
 pub use doctor::doctor;

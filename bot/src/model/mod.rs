@@ -16,6 +16,20 @@ use serde_json::Value;
 
 pub use http::RetryPolicy;
 
+impl std::str::FromStr for Provider {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "openai" => Ok(Provider::OpenAi),
+            "anthropic" => Ok(Provider::Anthropic),
+            other => Err(format!(
+                "`{other}` is not a provider: use openai (any OpenAI-compatible server: OpenAI, Ollama, vLLM, llama.cpp, OpenRouter) or anthropic"
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {

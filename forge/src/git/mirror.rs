@@ -22,7 +22,7 @@ pub struct MirrorCache {
 pub struct Mirror {
     pub path: PathBuf,
     pub repo: git2::Repository,
-    _lock: File,
+    _lock: Option<File>,
 }
 
 impl MirrorCache {
@@ -68,7 +68,7 @@ impl MirrorCache {
         Ok(Mirror {
             path,
             repo,
-            _lock: lock,
+            _lock: Some(lock),
         })
     }
 }
@@ -76,6 +76,18 @@ impl MirrorCache {
 const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
 
 impl Mirror {
+    /// A local repository standing in for a mirror (`forgehand run`):
+    /// working copies are made from it the same way; it is only read.
+    pub fn local(path: &Path) -> Result<Mirror, git2::Error> {
+        transport::isolate_from_host_config();
+        let repo = git2::Repository::open(path)?;
+        Ok(Mirror {
+            path: repo.path().to_owned(),
+            repo,
+            _lock: None,
+        })
+    }
+
     /// A fresh working copy of `base` on a new local branch `branch`:
     /// the files at `work_dir` (what the sandbox sees), the git directory
     /// at `git_dir`, outside it (what only the host sees). The work tree

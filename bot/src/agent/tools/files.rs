@@ -15,6 +15,10 @@ const MAX_ENTRIES: usize = 2000;
 /// from `bash` output may carry it.
 const SANDBOX_ROOT: &str = "/workspace";
 
+/// The most bytes [`Files::read_plain`] reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimit(pub u64);
+
 pub struct Files {
     root: Dir,
 }
@@ -168,6 +172,16 @@ impl Files {
         Ok(path)
     }
 
+    /// A small text file of the tree, when it is one (instruction files).
+    pub fn read_plain(&self, path: &str, limit: ReadLimit) -> Option<String> {
+        let path = self.checked(path).ok()?;
+        let meta = self.root.metadata(&path).ok()?;
+        if !meta.is_file() || meta.len() > limit.0 {
+            return None;
+        }
+        String::from_utf8(self.root.read(&path).ok()?).ok()
+    }
+
     fn read_text(&self, path: &Path, shown: &str) -> Result<String, String> {
         let meta = self.root.metadata(path).map_err(|e| explain(e, shown))?;
         if meta.is_dir() {
@@ -245,9 +259,11 @@ fn relative(input: &str) -> Result<PathBuf, String> {
         match part {
             Component::Normal(p) => out.push(p),
             Component::CurDir => {}
-            Component::RootDir | Component::Prefix(_) => return Err(format!(
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
                 "{input} is an absolute path: refused. Give a path relative to the repository root"
-            )),
+            ))
+            }
             Component::ParentDir => {
                 return Err(format!(
                     "{input} goes up with `..`: refused. Paths stay inside the repository"

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::model::{ToolCall, ToolSpec};
 
-pub use files::Files;
+pub use files::{Files, ReadLimit};
 
 /// What a tool call came to.
 #[derive(Debug, Clone, PartialEq)]

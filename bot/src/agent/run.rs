@@ -1,0 +1,213 @@
+//! The loop: ask the model, run the tools it calls, answer, until it
+//! calls `finish`, a budget runs out or the model fails.
+
+use serde_json::json;
+
+use super::budget::{self, Budgets, Spent};
+use super::tools::{self, ToolOutcome, Toolbox};
+use super::transcript::Transcript;
+use crate::model::{Message, ModelClient, Usage};
+
+/// Longest tool result put into the conversation; the sandbox already
+/// caps each stream, this caps what the model must read.
+const MAX_TOOL_RESULT_CHARS: usize = 30_000;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Finished { summary: String, title: String },
+    Stopped { reason: String, message: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentReport {
+    pub outcome: Outcome,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// Tool outputs shortened to keep within the context budget.
+    pub shortened: u32,
+}
+
+pub struct AgentSettings<'a> {
+    pub budgets: Budgets,
+    /// The conversation is kept under this many (estimated) tokens.
+    pub context_tokens: u64,
+    /// Dollars for a call's usage; `None` when the model has no price.
+    pub price: &'a (dyn Fn(Usage) -> Option<f64> + Sync),
+}
+
+pub async fn run_agent(
+    model: &ModelClient,
+    toolbox: &Toolbox<'_>,
+    settings: &AgentSettings<'_>,
+    mut messages: Vec<Message>,
+    transcript: &mut Transcript,
+) -> AgentReport {
+    let mut spent = Spent::new();
+    let mut shortened = 0;
+    let outcome = loop {
+        if let Some(code) = spent.exhausted(&settings.budgets) {
+            break stop(code, budget::explain(code));
+        }
+        shortened += compact(&mut messages, settings.context_tokens, transcript);
+        let call = model.complete(&messages, tools::specs());
+        let reply = match tokio::time::timeout(spent.time_left(&settings.budgets), call).await {
+            Err(_) => break stop("budget:time", budget::explain("budget:time")),
+            Ok(Err(error)) => {
+                transcript.record("model_error", json!({ "message": error.to_string() }));
+                break stop("model_error", &error.to_string());
+            }
+            Ok(Ok(reply)) => reply,
+        };
+        spent.turns += 1;
+        spent.usage.input_tokens += reply.usage.input_tokens;
+        spent.usage.output_tokens += reply.usage.output_tokens;
+        spent.dollars += (settings.price)(reply.usage).unwrap_or(0.0);
+        transcript.record(
+            "model_call",
+            json!({
+                "turn": spent.turns,
+                "attempts": reply.attempts,
+                "usage": reply.usage,
+                "request": reply.request_body,
+                "response": reply.response_body,
+            }),
+        );
+        messages.push(Message::Assistant {
+            text: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+        });
+        if reply.tool_calls.is_empty() {
+            // A model that only talks is reminded how to act or stop.
+            messages.push(Message::User {
+                content: "Use the tools to do the work, and call `finish` with a summary and a title when you are done.".into(),
+            });
+            continue;
+        }
+        let mut finished = None;
+        let mut out_of_calls = false;
+        for call in &reply.tool_calls {
+            let outcome = if spent.tool_calls >= settings.budgets.max_tool_calls {
+                out_of_calls = true;
+                ToolOutcome::Error("not run: the tool-call budget is used up".into())
+            } else {
+                spent.tool_calls += 1;
+                let left = spent.time_left(&settings.budgets);
+                match tokio::time::timeout(left, toolbox.call(call)).await {
+                    Ok(outcome) => outcome,
+                    Err(_) => ToolOutcome::Error("not finished: the run's time is up".into()),
+                }
+            };
+            let text = clip(outcome.text());
+            transcript.record(
+                "tool",
+                json!({
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                    "is_error": outcome.is_error(),
+                    "result": text,
+                }),
+            );
+            if let ToolOutcome::Finish { summary, title } = &outcome {
+                finished = Some((summary.clone(), title.clone()));
+            }
+            messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: text,
+            });
+        }
+        if let Some((summary, title)) = finished {
+            break Outcome::Finished { summary, title };
+        }
+        if out_of_calls {
+            break stop("budget:tool_calls", budget::explain("budget:tool_calls"));
+        }
+    };
+    transcript.record("stop", json!({ "outcome": format!("{outcome:?}") }));
+    AgentReport {
+        outcome,
+        turns: spent.turns,
+        tool_calls: spent.tool_calls,
+        usage: spent.usage,
+        cost_usd: spent.dollars,
+        shortened,
+    }
+}
+
+fn stop(reason: &str, message: &str) -> Outcome {
+    Outcome::Stopped {
+        reason: reason.into(),
+        message: message.into(),
+    }
+}
+
+fn clip(text: String) -> String {
+    match text.char_indices().nth(MAX_TOOL_RESULT_CHARS) {
+        Some((cut, _)) => format!(
+            "{}\n[forgehand: result cut at {MAX_TOOL_RESULT_CHARS} characters of {}]",
+            &text[..cut],
+            text.chars().count()
+        ),
+        None => text,
+    }
+}
+
+/// About four characters a token: what matters is the order of magnitude.
+pub fn estimate_tokens(messages: &[Message]) -> u64 {
+    let chars: usize = messages
+        .iter()
+        .map(|m| match m {
+            Message::System { content } | Message::User { content } => content.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.as_ref().map_or(0, String::len)
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            }
+            Message::Tool { content, .. } => content.len(),
+        })
+        .sum();
+    (chars / 4) as u64 + 8 * messages.len() as u64
+}
+
+/// Shortens the oldest tool outputs (never those of the last turn) to a
+/// marker and their first line until the conversation fits; returns how
+/// many it shortened.
+fn compact(messages: &mut [Message], budget: u64, transcript: &mut Transcript) -> u32 {
+    let mut shortened = 0;
+    let last_assistant = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+        .unwrap_or(0);
+    let before = estimate_tokens(messages);
+    let mut index = 0;
+    while estimate_tokens(messages) > budget && index < last_assistant {
+        if let Message::Tool { name, content, .. } = &mut messages[index] {
+            if !content.starts_with("[shortened") {
+                let first = content.lines().next().unwrap_or("");
+                let first: String = first.chars().take(200).collect();
+                *content = format!(
+                    "[shortened to keep the conversation within its context budget: the {name} result was {} characters; it began: {first}]",
+                    content.len()
+                );
+                shortened += 1;
+            }
+        }
+        index += 1;
+    }
+    if shortened > 0 {
+        transcript.record(
+            "compacted",
+            json!({
+                "shortened": shortened,
+                "tokens_before": before,
+                "tokens_after": estimate_tokens(messages),
+            }),
+        );
+    }
+    shortened
+}

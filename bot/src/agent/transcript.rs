@@ -1,0 +1,68 @@
+//! The transcript: every model request and response, every tool call and
+//! result, one JSON object per line, appended as the run goes, with the
+//! host's secrets replaced wherever their exact value appears.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{json, Value};
+
+pub struct Transcript {
+    path: PathBuf,
+    out: BufWriter<File>,
+    secrets: Vec<SecretString>,
+}
+
+const REDACTED: &str = "<redacted>";
+
+impl Transcript {
+    /// Creates `dir/<name>.jsonl` (and `dir`).
+    pub fn create(dir: &Path, name: &str, secrets: Vec<SecretString>) -> std::io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{name}.jsonl"));
+        let file = File::options().create(true).append(true).open(&path)?;
+        Ok(Transcript {
+            path: std::path::absolute(&path).unwrap_or(path),
+            out: BufWriter::new(file),
+            secrets: secrets
+                .into_iter()
+                .filter(|s| s.expose_secret().len() >= 4)
+                .collect(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event; a transcript that cannot be written is logged,
+    /// never a reason to stop the run.
+    pub fn record(&mut self, event: &str, fields: Value) {
+        let mut line = json!({
+            "ts": crate::time::rfc3339(crate::time::now_ms()),
+            "event": event,
+        });
+        if let (Some(line), Value::Object(fields)) = (line.as_object_mut(), fields) {
+            line.extend(fields);
+        }
+        let mut text = line.to_string();
+        for secret in &self.secrets {
+            let value = secret.expose_secret();
+            if text.contains(value) {
+                text = text.replace(value, REDACTED);
+            }
+            // The same value as it appears inside a JSON string.
+            let escaped = serde_json::to_string(value).unwrap_or_default();
+            let escaped = escaped.trim_matches('"');
+            if escaped != value && text.contains(escaped) {
+                text = text.replace(escaped, REDACTED);
+            }
+        }
+        let written = writeln!(self.out, "{text}").and_then(|_| self.out.flush());
+        if let Err(error) = written {
+            tracing::warn!(path = %self.path.display(), %error, "cannot append to the transcript");
+        }
+    }
+}

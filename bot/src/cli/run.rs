@@ -1,0 +1,384 @@
+//! `forgehand run --repo <path> --task "<text>"`: the agent on a local
+//! repository, no forge involved. A working copy is made from the
+//! repository (its git directory outside the tree the sandbox sees), the
+//! agent works in the configured sandbox, and what it did goes through
+//! the same gate as a forge job before it is committed on a new branch
+//! of the repository.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use forgehand_forge::git::{
+    self, deliver, gate, Checks, CommitRequest, DeliverError, GatePolicy, Mirror, SecretScanner,
+};
+use secrecy::SecretString;
+use serde::Serialize;
+
+use crate::agent::prompts::Prompts;
+use crate::agent::tools::{Files, Toolbox};
+use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
+use crate::config::Config;
+use crate::model::{Message, ModelClient, Provider};
+use crate::sandboxes;
+use forgehand_sandbox::BackendChoice;
+
+#[derive(Debug, Clone)]
+pub struct RunArgs {
+    pub repo: PathBuf,
+    pub task: String,
+    pub provider: Option<Provider>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub backend: Option<BackendChoice>,
+    /// Commit changes to sensitive files (CI, agent instructions, …).
+    pub allow_sensitive: bool,
+}
+
+/// The outcome, printed as one JSON object with `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// `succeeded` or `failed`.
+    pub status: &'static str,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub branch: Option<String>,
+    pub commit: Option<String>,
+    pub diff_stat: Option<String>,
+    pub turns: u32,
+    pub tool_calls: u32,
+    pub cost_usd: f64,
+    pub transcript: Option<PathBuf>,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    /// Gate findings that were committed anyway (allowed sensitive files).
+    pub findings: Vec<String>,
+    #[serde(skip)]
+    pub diff: String,
+}
+
+impl RunReport {
+    /// A run that could not start or finish for reasons outside the agent.
+    pub fn infra(message: String) -> Self {
+        Self::failed("infra", message)
+    }
+
+    fn failed(reason: &str, message: String) -> Self {
+        RunReport {
+            status: "failed",
+            reason: Some(reason.into()),
+            message: Some(message),
+            branch: None,
+            commit: None,
+            diff_stat: None,
+            turns: 0,
+            tool_calls: 0,
+            cost_usd: 0.0,
+            transcript: None,
+            title: None,
+            summary: None,
+            findings: Vec::new(),
+            diff: String::new(),
+        }
+    }
+}
+
+pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
+    let mut model_config = config.model.clone();
+    if let Some(provider) = args.provider {
+        model_config.provider = provider;
+    }
+    if let Some(url) = &args.base_url {
+        model_config.base_url = url.clone();
+    }
+    if let Some(name) = &args.model {
+        model_config.name = name.clone();
+    }
+    let repo_path = args
+        .repo
+        .canonicalize()
+        .with_context(|| format!("--repo {}", args.repo.display()))?;
+    let source = Mirror::local(&repo_path)
+        .with_context(|| format!("{} is not a git repository", repo_path.display()))?;
+    let base = {
+        let head = source
+            .repo
+            .head()
+            .context("the repository has no commit to start from")?;
+        anyhow::ensure!(
+            head.is_branch(),
+            "the repository's HEAD is detached: check out a branch to start from"
+        );
+        head.shorthand().unwrap_or_default().to_owned()
+    };
+    let id = format!(
+        "run-{}-{:04x}",
+        crate::time::now_ms() / 1000,
+        rand::random::<u16>()
+    );
+    let branch = format!(
+        "{}{}",
+        config.git.branch_prefix(),
+        git::branch_name("run-{slug}", 0, &args.task)
+    );
+    let branch = unique_branch(&source.repo, &branch);
+    let job_dir = std::path::absolute(config.git.work_dir.join(&id))?;
+    let (tree, git_dir) = (job_dir.join("tree"), job_dir.join("tree.git"));
+    let copy = source
+        .working_copy(&tree, &git_dir, &base, &branch)
+        .context("making the working copy")?;
+    let base_commit = copy.head()?.peel_to_commit()?.id();
+    let before = gate::before(&copy).context("the integrity snapshot")?;
+
+    let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
+    let mut report = match result {
+        Ok(report) => report,
+        Err(error) => {
+            let _ = std::fs::remove_dir_all(&job_dir);
+            return Err(error);
+        }
+    };
+    if let Some(commit) = &report.commit {
+        // The branch goes into the user's repository.
+        let mut remote = source.repo.remote_anonymous(&git_dir.to_string_lossy())?;
+        remote
+            .fetch(
+                &[format!("+refs/heads/{branch}:refs/heads/{branch}")],
+                None,
+                None,
+            )
+            .context("bringing the branch into the repository")?;
+        let new = source.repo.find_commit(git2::Oid::from_str(commit)?)?;
+        let old = source.repo.find_commit(base_commit)?;
+        let diff = source
+            .repo
+            .diff_tree_to_tree(Some(&old.tree()?), Some(&new.tree()?), None)?;
+        let stats = diff.stats()?;
+        report.diff_stat = Some(format!(
+            "{} files changed, {} insertions(+), {} deletions(-)",
+            stats.files_changed(),
+            stats.insertions(),
+            stats.deletions()
+        ));
+        let mut text = String::new();
+        diff.print(git2::DiffFormat::Patch, |_, _, line| {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                text.push(line.origin());
+            }
+            text.push_str(&String::from_utf8_lossy(line.content()));
+            true
+        })?;
+        report.diff = text;
+        report.branch = Some(branch);
+    }
+    std::fs::remove_dir_all(&job_dir).ok();
+    Ok(report)
+}
+
+async fn agent_and_deliver(
+    config: &Config,
+    model_config: &crate::config::ModelConfig,
+    args: &RunArgs,
+    id: &str,
+    copy: &git2::Repository,
+    tree: &Path,
+    before: &git::integrity::Snapshot,
+) -> anyhow::Result<RunReport> {
+    let secrets = host_secrets(config, model_config);
+    let mut transcript = Transcript::create(
+        &config.agent.transcript_dir,
+        id,
+        secrets.iter().map(|(_, s)| s.clone()).collect(),
+    )
+    .context("creating the transcript")?;
+    let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
+    if let Some(warning) = &chosen.warning {
+        eprintln!("forgehand: {warning}");
+    }
+    let sandbox = chosen
+        .backend
+        .create(config.sandbox.spec(tree))
+        .await
+        .context("creating the sandbox")?;
+    let files = Files::open(tree)?;
+    let prompts = Prompts::load(config.agent.prompts_dir.as_deref())?;
+    let messages = vec![
+        Message::System {
+            content: prompts.system(&files),
+        },
+        Message::User {
+            content: prompts.render("local_task.txt", &[("task", &args.task)]),
+        },
+    ];
+    transcript.record(
+        "start",
+        serde_json::json!({
+            "task": args.task,
+            "provider": model_config.provider,
+            "model": model_config.name,
+            "base_url": model_config.base_url,
+            "isolation": format!("{:?}", sandbox.isolation()),
+        }),
+    );
+    let model = ModelClient::new(model_config.settings())?;
+    let toolbox = Toolbox {
+        files,
+        sandbox: &*sandbox,
+        max_command_time: config.sandbox.limits().timeout,
+    };
+    let price = |usage| model_config.cost(usage);
+    let settings = AgentSettings {
+        budgets: Budgets::from_config(&config.agent),
+        context_tokens: config.agent.context_tokens,
+        price: &price,
+    };
+    let agent = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
+    sandbox.destroy().await.context("destroying the sandbox")?;
+
+    let mut report = RunReport::failed("", String::new());
+    report.turns = agent.turns;
+    report.tool_calls = agent.tool_calls;
+    report.cost_usd = agent.cost_usd;
+    report.transcript = Some(transcript.path().to_owned());
+    let (title, summary) = match &agent.outcome {
+        Outcome::Finished { summary, title } => {
+            report.title = Some(title.clone());
+            report.summary = Some(summary.clone());
+            (title.clone(), summary.clone())
+        }
+        Outcome::Stopped { reason, message } => {
+            report.reason = Some(reason.clone());
+            report.message = Some(message.clone());
+            (
+                format!("Unfinished: {}", first_line(&args.task)),
+                format!("The agent stopped ({reason}): {message}"),
+            )
+        }
+    };
+    // Whatever happened, the work so far goes through the gate and, when
+    // it passes, is kept on the branch.
+    let scanner = SecretScanner::new(secrets);
+    let message = format!("{title}\n\n{summary}");
+    let delivered = deliver(
+        copy,
+        Checks {
+            before,
+            scanner: &scanner,
+            policy: GatePolicy {
+                allow_sensitive: args.allow_sensitive,
+            },
+        },
+        &config.git.identity(),
+        &CommitRequest {
+            message: &message,
+            co_author: None,
+            job: 0,
+        },
+        None,
+    );
+    match delivered {
+        Ok(delivery) => {
+            report.findings = delivery
+                .cleared
+                .report
+                .integrity
+                .iter()
+                .map(|f| f.to_string())
+                .collect();
+            report.commit = delivery.commit.map(|c| c.to_string());
+            if matches!(agent.outcome, Outcome::Finished { .. }) {
+                if report.commit.is_some() {
+                    report.status = "succeeded";
+                    report.reason = None;
+                    report.message = None;
+                } else {
+                    report.reason = Some("no_changes".into());
+                    report.message = Some("the agent finished without changing anything".into());
+                }
+            }
+        }
+        Err(DeliverError::Refused(refusal)) => {
+            report.reason = Some(refusal.reason.code().into());
+            report.message = Some(refusal.to_string());
+        }
+        Err(other) => return Err(other.into()),
+    }
+    transcript.record("delivered", serde_json::json!({ "report": &report }));
+    Ok(report)
+}
+
+/// The host's own credentials, by name: searched for in the diff and
+/// redacted from the transcript.
+fn host_secrets(
+    config: &Config,
+    model: &crate::config::ModelConfig,
+) -> Vec<(String, SecretString)> {
+    let mut out = Vec::new();
+    if let Some(key) = &model.api_key {
+        out.push(("model.api_key".to_owned(), key.clone()));
+    }
+    if let Some(token) = &config.api.token {
+        out.push(("api.token".to_owned(), token.clone()));
+    }
+    for (name, list) in [
+        ("github.webhook_secret", &config.github.webhook_secret),
+        ("gitea.webhook_secret", &config.gitea.webhook_secret),
+    ] {
+        for secret in list {
+            out.push((name.to_owned(), secret.clone()));
+        }
+    }
+    out
+}
+
+fn unique_branch(repo: &git2::Repository, wanted: &str) -> String {
+    let mut name = wanted.to_owned();
+    let mut n = 2;
+    while repo.find_branch(&name, git2::BranchType::Local).is_ok() {
+        name = format!("{wanted}-{n}");
+        n += 1;
+    }
+    name
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or("").chars().take(72).collect()
+}
+
+/// The report for people: the diff, then what it cost.
+pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if !report.diff.is_empty() {
+        writeln!(out, "{}", report.diff.trim_end())?;
+        writeln!(out)?;
+    }
+    match report.status {
+        "succeeded" => writeln!(out, "succeeded: {}", report.title.as_deref().unwrap_or(""))?,
+        _ => writeln!(
+            out,
+            "failed ({}): {}",
+            report.reason.as_deref().unwrap_or("unknown"),
+            report.message.as_deref().unwrap_or("")
+        )?,
+    }
+    if let Some(branch) = &report.branch {
+        writeln!(
+            out,
+            "branch:     {branch} ({})",
+            report.commit.as_deref().unwrap_or("")
+        )?;
+    }
+    if let Some(stat) = &report.diff_stat {
+        writeln!(out, "changes:    {stat}")?;
+    }
+    for finding in &report.findings {
+        writeln!(out, "flagged:    {finding}")?;
+    }
+    writeln!(
+        out,
+        "turns:      {} ({} tool calls)\ncost:       ${:.4}",
+        report.turns, report.tool_calls, report.cost_usd
+    )?;
+    if let Some(path) = &report.transcript {
+        writeln!(out, "transcript: {}", path.display())?;
+    }
+    Ok(())
+}
