@@ -4,4 +4,5 @@ pub mod git_http;
 pub mod git_ssh;
 pub mod gitea_events;
 pub mod harness;
+pub mod model_server;
 pub mod testdata;

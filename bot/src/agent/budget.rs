@@ -20,7 +20,7 @@ impl Budgets {
         Budgets {
             max_turns: config.max_turns,
             max_tool_calls: config.max_tool_calls,
-            max_time: Duration::from_secs(config.max_minutes * 60),
+            max_time: Duration::from_secs(config.max_seconds),
             max_input_tokens: config.max_input_tokens,
             max_output_tokens: config.max_output_tokens,
             max_dollars: config.max_dollars,
@@ -84,7 +84,7 @@ pub fn explain(code: &str) -> &'static str {
     match code {
         "budget:turns" => "the agent used all its turns (agent.max_turns)",
         "budget:tool_calls" => "the agent used all its tool calls (agent.max_tool_calls)",
-        "budget:time" => "the agent ran out of time (agent.max_minutes)",
+        "budget:time" => "the agent ran out of time (agent.max_seconds)",
         "budget:input_tokens" => {
             "the agent read as many tokens as allowed (agent.max_input_tokens)"
         }

@@ -52,7 +52,8 @@ pub struct Price {
 pub struct AgentConfig {
     pub max_turns: u32,
     pub max_tool_calls: u32,
-    pub max_minutes: u64,
+    /// The whole run's wall-clock time, model calls and tools together.
+    pub max_seconds: u64,
     pub max_input_tokens: u64,
     pub max_output_tokens: u64,
     pub max_dollars: f64,
@@ -88,7 +89,7 @@ impl Default for AgentConfig {
         AgentConfig {
             max_turns: 60,
             max_tool_calls: 200,
-            max_minutes: 30,
+            max_seconds: 1800,
             max_input_tokens: 3_000_000,
             max_output_tokens: 200_000,
             max_dollars: 5.0,
@@ -169,7 +170,7 @@ impl AgentConfig {
         for (key, value) in [
             ("agent.max_turns", u64::from(self.max_turns)),
             ("agent.max_tool_calls", u64::from(self.max_tool_calls)),
-            ("agent.max_minutes", self.max_minutes),
+            ("agent.max_seconds", self.max_seconds),
             ("agent.max_input_tokens", self.max_input_tokens),
             ("agent.max_output_tokens", self.max_output_tokens),
         ] {

@@ -168,6 +168,3 @@ fn endpoint(base: &str, path: &str) -> String {
         path.trim_start_matches('/')
     )
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,0 +1,408 @@
+//! A scripted model server: OpenAI-compatible (`POST /v1/chat/completions`)
+//! and Anthropic-compatible (`POST /v1/messages`) endpoints that play back
+//! a script of answers (text and tool calls) in order, record every
+//! request, and can inject faults: 429 with `Retry-After`, 500s, slow
+//! answers, malformed tool-call arguments.
+//!
+//! It also refuses what the real APIs refuse in the parts Forgehand uses
+//! (a tool result that answers no call, Anthropic turns that do not
+//! alternate, a missing `max_tokens`), so a client bug fails the test.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// One answer of the script.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Text and tool calls (name, raw arguments as the model writes them).
+    Reply {
+        text: Option<String>,
+        calls: Vec<(String, String)>,
+        /// Input and output tokens to report; `None` estimates from the
+        /// request's size.
+        usage: Option<(u64, u64)>,
+    },
+    /// An error answer.
+    Fail {
+        status: u16,
+        retry_after: Option<String>,
+    },
+    /// Waits, then plays the step.
+    Slow { delay: Duration, then: Box<Step> },
+}
+
+impl Step {
+    pub fn call(name: &str, args: Value) -> Step {
+        Step::Reply {
+            text: None,
+            calls: vec![(name.into(), args.to_string())],
+            usage: None,
+        }
+    }
+
+    /// A tool call whose arguments are written as given, valid or not.
+    pub fn raw_call(name: &str, raw: &str) -> Step {
+        Step::Reply {
+            text: None,
+            calls: vec![(name.into(), raw.into())],
+            usage: None,
+        }
+    }
+
+    pub fn finish(summary: &str, title: &str) -> Step {
+        Step::call("finish", json!({"summary": summary, "title": title}))
+    }
+
+    pub fn text(text: &str) -> Step {
+        Step::Reply {
+            text: Some(text.into()),
+            calls: vec![],
+            usage: None,
+        }
+    }
+
+    pub fn with_usage(self, input: u64, output: u64) -> Step {
+        match self {
+            Step::Reply { text, calls, .. } => Step::Reply {
+                text,
+                calls,
+                usage: Some((input, output)),
+            },
+            other => other,
+        }
+    }
+}
+
+/// A request as the server received it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// `openai` or `anthropic`.
+    pub dialect: &'static str,
+    pub body: Value,
+    pub authorization: Option<String>,
+    /// What the server answered.
+    pub status: u16,
+}
+
+#[derive(Default)]
+struct Script {
+    steps: VecDeque<Step>,
+    /// Played when the script is over (none: answer 500 "script over").
+    repeat: Option<Step>,
+    requests: Vec<Recorded>,
+    served: u64,
+    /// A context window, in characters of the request body.
+    max_chars: Option<usize>,
+}
+
+pub struct ModelServer {
+    /// `http://127.0.0.1:<port>`.
+    pub base_url: String,
+    script: Arc<Mutex<Script>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl ModelServer {
+    pub async fn start(steps: Vec<Step>) -> anyhow::Result<ModelServer> {
+        let script = Arc::new(Mutex::new(Script {
+            steps: steps.into(),
+            ..Default::default()
+        }));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(openai))
+            .route("/v1/messages", post(anthropic))
+            .with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(ModelServer {
+            base_url,
+            script,
+            shutdown: Some(tx),
+        })
+    }
+
+    /// Once the script is over, play `step` for every further request.
+    pub fn then_always(&self, step: Step) {
+        self.script.lock().unwrap().repeat = Some(step);
+    }
+
+    /// Refuses requests longer than `chars` (as a model refuses a
+    /// conversation longer than its context window).
+    pub fn limit_context(&self, chars: usize) {
+        self.script.lock().unwrap().max_chars = Some(chars);
+    }
+
+    /// The base URL for `model.base_url` in `dialect`.
+    pub fn url_for(&self, dialect: &str) -> String {
+        match dialect {
+            "openai" => format!("{}/v1", self.base_url),
+            _ => self.base_url.clone(),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.script.lock().unwrap().requests.clone()
+    }
+
+    /// Steps not yet played.
+    pub fn left(&self) -> usize {
+        self.script.lock().unwrap().steps.len()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+type Shared = Arc<Mutex<Script>>;
+
+async fn openai(
+    State(script): State<Shared>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    serve("openai", script, headers, body).await
+}
+
+async fn anthropic(
+    State(script): State<Shared>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    serve("anthropic", script, headers, body).await
+}
+
+async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: Value) -> Response {
+    let authorization = headers
+        .get("authorization")
+        .or_else(|| headers.get("x-api-key"))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let problem = if dialect == "openai" {
+        check_openai(&body)
+    } else {
+        check_anthropic(&headers, &body)
+    };
+    let (step, n, problem) = {
+        let mut s = script.lock().unwrap();
+        s.served += 1;
+        let size = body.to_string().len();
+        let problem = problem.or_else(|| {
+            s.max_chars.filter(|max| size > *max).map(|max| {
+                format!(
+                    "context_length_exceeded: the request is {size} characters; the limit is {max}"
+                )
+            })
+        });
+        let step = if problem.is_some() {
+            None
+        } else {
+            s.steps.pop_front().or_else(|| s.repeat.clone())
+        };
+        (step, s.served, problem)
+    };
+    let (mut step, mut status) = (step, 200u16);
+    let response = loop {
+        match step {
+            _ if problem.is_some() => {
+                status = 400;
+                break (
+                    StatusCode::BAD_REQUEST,
+                    Json(json!({"error": {"message": problem.clone().unwrap()}})),
+                )
+                    .into_response();
+            }
+            None => {
+                status = 500;
+                break (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({"error": {"message": "the script is over"}})),
+                )
+                    .into_response();
+            }
+            Some(Step::Slow { delay, then }) => {
+                tokio::time::sleep(delay).await;
+                step = Some(*then);
+            }
+            Some(Step::Fail {
+                status: code,
+                retry_after,
+            }) => {
+                status = code;
+                let mut response = (
+                    StatusCode::from_u16(code).unwrap(),
+                    Json(json!({"error": {"message": "injected fault", "type": "scripted"}})),
+                )
+                    .into_response();
+                if let Some(after) = retry_after {
+                    response
+                        .headers_mut()
+                        .insert("retry-after", after.parse().unwrap());
+                }
+                break response;
+            }
+            Some(Step::Reply { text, calls, usage }) => {
+                let usage = usage.unwrap_or(((body.to_string().len() / 4) as u64, 50));
+                let answer = if dialect == "openai" {
+                    openai_answer(n, text, calls, usage)
+                } else {
+                    anthropic_answer(n, text, calls, usage)
+                };
+                break Json(answer).into_response();
+            }
+        }
+    };
+    script.lock().unwrap().requests.push(Recorded {
+        dialect,
+        body,
+        authorization,
+        status,
+    });
+    response
+}
+
+fn openai_answer(
+    n: u64,
+    text: Option<String>,
+    calls: Vec<(String, String)>,
+    usage: (u64, u64),
+) -> Value {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            json!({"id": format!("call_{n}_{i}"), "type": "function",
+                   "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": text});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    json!({
+        "id": format!("chatcmpl-{n}"),
+        "object": "chat.completion",
+        "created": 1_700_000_000u64 + n,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
+        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1,
+                  "total_tokens": usage.0 + usage.1}
+    })
+}
+
+fn anthropic_answer(
+    n: u64,
+    text: Option<String>,
+    calls: Vec<(String, String)>,
+    usage: (u64, u64),
+) -> Value {
+    let mut content = Vec::new();
+    if let Some(text) = text {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (i, (name, args)) in calls.iter().enumerate() {
+        // Malformed arguments arrive as the string the model wrote.
+        let input = match serde_json::from_str::<Value>(args) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => Value::String(args.clone()),
+        };
+        content.push(json!({"type": "tool_use", "id": format!("toolu_{n}_{i}"), "name": name, "input": input}));
+    }
+    json!({
+        "id": format!("msg_{n}"),
+        "type": "message",
+        "role": "assistant",
+        "model": "scripted",
+        "content": content,
+        "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+        "usage": {"input_tokens": usage.0, "output_tokens": usage.1}
+    })
+}
+
+fn check_openai(body: &Value) -> Option<String> {
+    let messages = body["messages"].as_array()?;
+    if body["model"].as_str().is_none_or(str::is_empty) {
+        return Some("model is required".into());
+    }
+    let mut open_calls = HashSet::new();
+    for m in messages {
+        match m["role"].as_str() {
+            Some("assistant") => {
+                for call in m["tool_calls"].as_array().into_iter().flatten() {
+                    open_calls.insert(call["id"].as_str().unwrap_or_default().to_owned());
+                }
+            }
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default();
+                if !open_calls.remove(id) {
+                    return Some(format!("tool message {id:?} answers no tool call"));
+                }
+            }
+            Some("system" | "user") => {}
+            other => return Some(format!("unknown role {other:?}")),
+        }
+    }
+    None
+}
+
+fn check_anthropic(headers: &HeaderMap, body: &Value) -> Option<String> {
+    if headers.get("anthropic-version").is_none() {
+        return Some("anthropic-version header is required".into());
+    }
+    if body["max_tokens"].as_u64().is_none() {
+        return Some("max_tokens: Field required".into());
+    }
+    let messages = body["messages"].as_array()?;
+    let mut expected = "user";
+    let mut tool_uses = HashSet::new();
+    for m in messages {
+        let role = m["role"].as_str().unwrap_or_default();
+        if role != expected {
+            return Some(format!("messages: roles must alternate, starting with user; got {role} where {expected} was due"));
+        }
+        for block in m["content"].as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("tool_use") => {
+                    if !block["input"].is_object() {
+                        return Some("tool_use.input: must be an object".into());
+                    }
+                    tool_uses.insert(block["id"].as_str().unwrap_or_default().to_owned());
+                }
+                Some("tool_result") => {
+                    let id = block["tool_use_id"].as_str().unwrap_or_default();
+                    if !tool_uses.contains(id) {
+                        return Some(format!("tool_result {id:?} answers no tool_use"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        expected = if expected == "user" {
+            "assistant"
+        } else {
+            "user"
+        };
+    }
+    None
+}

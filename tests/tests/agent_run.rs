@@ -1,0 +1,554 @@
+//! `forgehand run` end to end: the real binary, a real git repository, the
+//! namespace sandbox, and the scripted model server playing the model in
+//! both API dialects.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use forgehand_tests::model_server::{ModelServer, Step};
+use serde_json::{json, Value};
+
+const API_KEY: &str = "sk-scripted-key-0123456789abcdef";
+
+/// The repository the agent works on: a shell "library" with a bug and
+/// its own tests.
+struct Project {
+    root: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        std::fs::create_dir_all(&repo).unwrap();
+        std::fs::write(repo.join("calc.sh"), "add() {\n  echo $(($1 - $2))\n}\n").unwrap();
+        std::fs::write(
+            repo.join("test.sh"),
+            ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo 'ok: add' || { echo 'FAIL: add 2 3 gave' \"$(add 2 3)\"; exit 1; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            repo.join("AGENTS.md"),
+            "Run `sh test.sh` before you finish.\n",
+        )
+        .unwrap();
+        let git = git2::Repository::init_opts(
+            &repo,
+            git2::RepositoryInitOptions::new().initial_head("main"),
+        )
+        .unwrap();
+        let mut index = git.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
+        git.commit(Some("HEAD"), &sig, &sig, "start", &tree, &[])
+            .unwrap();
+        Project { root }
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.root.path().join("repo")
+    }
+
+    /// Runs `forgehand run --json` with `dialect` against `server`, with
+    /// `config` as forgehand.toml; returns the exit code and the report.
+    fn run(&self, server: &ModelServer, dialect: &str, config: &str) -> (i32, Value) {
+        let cwd = self.root.path();
+        std::fs::write(cwd.join("forgehand.toml"), config).unwrap();
+        let out = Command::new(forgehand_binary())
+            .args(["run", "--json", "--backend", "namespace", "--task"])
+            .arg("Fix add in calc.sh")
+            .arg("--repo")
+            .arg(self.repo())
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
+            .env("FORGEHAND_MODEL__PROVIDER", dialect)
+            .env("FORGEHAND_MODEL__BASE_URL", server.url_for(dialect))
+            .env("FORGEHAND_MODEL__NAME", "scripted-model")
+            .env("FORGEHAND_MODEL__API_KEY", API_KEY)
+            .env("FORGEHAND_GIT__WORK_DIR", cwd.join("jobs"))
+            .env("FORGEHAND_AGENT__TRANSCRIPT_DIR", cwd.join("transcripts"))
+            .output()
+            .expect("the forgehand binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "forgehand run --json printed no JSON ({e}):\n{stdout}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code().unwrap_or(-1), report)
+    }
+
+    fn file_on_branch(&self, branch: &str, path: &str) -> String {
+        let git = git2::Repository::open(self.repo()).unwrap();
+        let tree = git
+            .find_branch(branch, git2::BranchType::Local)
+            .unwrap()
+            .get()
+            .peel_to_tree()
+            .unwrap();
+        let blob = tree
+            .get_path(Path::new(path))
+            .unwrap()
+            .to_object(&git)
+            .unwrap()
+            .peel_to_blob()
+            .unwrap();
+        String::from_utf8(blob.content().to_vec()).unwrap()
+    }
+}
+
+/// The transcript's events as JSON values.
+fn transcript(report: &Value) -> Vec<Value> {
+    let path = report["transcript"].as_str().expect("a transcript path");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn tool_events(events: &[Value]) -> Vec<&Value> {
+    events.iter().filter(|e| e["event"] == "tool").collect()
+}
+
+fn forgehand_binary() -> PathBuf {
+    // tests/…/target/debug/deps/agent_run-<hash> → target/debug/forgehand
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("forgehand");
+    assert!(
+        bin.exists(),
+        "no forgehand binary at {}: build it first (cargo build -p forgehand-bot; tests/run.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+fn rootfs() -> PathBuf {
+    let path = std::env::var_os("FORGEHAND_TEST_ROOTFS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/forgehand/rootfs"));
+    assert!(
+        path.join("bin/sh").exists(),
+        "no guest rootfs at {} (build it: images/build-rootfs; tests/run.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// The model's side of a good run: read, edit, test, finish.
+fn good_script() -> Vec<Step> {
+    vec![
+        Step::call("read_file", json!({"path": "calc.sh"})),
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+        ),
+        Step::call("bash", json!({"command": "sh test.sh"})),
+        Step::finish(
+            "add subtracted; it adds now, and test.sh passes.",
+            "Fix add in calc.sh",
+        ),
+    ]
+}
+
+const QUICK_RETRIES: &str = "[model]\nretry_base_ms = 50\nmax_retries = 2\n";
+
+async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
+    let project = Project::new();
+    let server = ModelServer::start(good_script()).await.unwrap();
+    let (code, report) =
+        tokio::task::block_in_place(|| project.run(&server, dialect, QUICK_RETRIES));
+    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(code, 0);
+    assert_eq!(report["turns"], 4);
+    assert_eq!(report["tool_calls"], 4);
+    assert_eq!(
+        report["diff_stat"],
+        "1 files changed, 1 insertions(+), 1 deletions(-)"
+    );
+    let branch = report["branch"].as_str().unwrap();
+    assert!(
+        branch.starts_with("forgehand/run-fix-add-in-calc-sh"),
+        "{branch}"
+    );
+    assert_eq!(
+        project.file_on_branch(branch, "calc.sh"),
+        "add() {\n  echo $(($1 + $2))\n}\n"
+    );
+    assert_eq!(
+        project.file_on_branch("main", "calc.sh"),
+        "add() {\n  echo $(($1 - $2))\n}\n",
+        "the starting branch is untouched"
+    );
+
+    let events = transcript(&report);
+    let tools: Vec<&Value> = tool_events(&events);
+    let names: Vec<&str> = tools.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_file", "edit_file", "bash", "finish"]);
+    assert!(tools[0]["result"]
+        .as_str()
+        .unwrap()
+        .contains("echo $(($1 - $2))"));
+    let bash = tools[2]["result"].as_str().unwrap();
+    assert!(
+        bash.starts_with("exit status 0") && bash.contains("ok: add"),
+        "the repository's own test ran in the sandbox: {bash}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "model_call").count(),
+        4
+    );
+    let raw = std::fs::read_to_string(report["transcript"].as_str().unwrap()).unwrap();
+    assert!(!raw.contains(API_KEY), "the API key is redacted");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(requests.iter().all(|r| r.status == 200));
+    let auth = requests[0].authorization.as_deref().unwrap();
+    assert!(
+        auth.contains(API_KEY),
+        "the key is sent to the model: {auth}"
+    );
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("Run `sh test.sh` before you finish."),
+        "AGENTS.md is in the system prompt"
+    );
+    assert!(first.contains("Fix add in calc.sh"));
+    let second = requests[1].body.to_string();
+    assert!(
+        second.contains("echo $(($1 - $2))"),
+        "the tool result went back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn openai_dialect_reads_edits_tests_and_finishes() {
+    the_agent_reads_edits_tests_and_finishes("openai").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn anthropic_dialect_reads_edits_tests_and_finishes() {
+    the_agent_reads_edits_tests_and_finishes("anthropic").await;
+}
+
+/// Runs `steps` with `config` and returns the report; the run must fail
+/// with `reason`.
+async fn stops_with(reason: &str, steps: Vec<Step>, config: &str) -> (Project, Value) {
+    let project = Project::new();
+    let server = ModelServer::start(steps).await.unwrap();
+    let (code, report) = tokio::task::block_in_place(|| project.run(&server, "openai", config));
+    assert_eq!(report["status"], "failed", "{report:#}");
+    assert_eq!(report["reason"], reason, "{report:#}");
+    assert_eq!(code, 1);
+    (project, report)
+}
+
+fn edit_step() -> Step {
+    Step::call(
+        "edit_file",
+        json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_turn_budget_stops_the_run_and_keeps_the_work() {
+    let mut steps = vec![edit_step()];
+    steps.extend((0..5).map(|_| Step::call("list_files", json!({}))));
+    let (project, report) = stops_with("budget:turns", steps, "[agent]\nmax_turns = 3\n").await;
+    assert_eq!(report["turns"], 3);
+    let branch = report["branch"]
+        .as_str()
+        .expect("the work so far is on a branch");
+    assert!(project
+        .file_on_branch(branch, "calc.sh")
+        .contains("$1 + $2"));
+    assert!(report["message"]
+        .as_str()
+        .unwrap()
+        .contains("agent.max_turns"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_call_budget_stops_the_run() {
+    let two_calls = Step::Reply {
+        text: None,
+        calls: vec![
+            ("list_files".into(), "{}".into()),
+            ("list_files".into(), "{}".into()),
+        ],
+        usage: None,
+    };
+    let (_project, report) = stops_with(
+        "budget:tool_calls",
+        vec![edit_step(), two_calls],
+        "[agent]\nmax_tool_calls = 2\n",
+    )
+    .await;
+    assert_eq!(report["tool_calls"], 2);
+    let events = transcript(&report);
+    let last = tool_events(&events).pop().unwrap().clone();
+    assert!(
+        last["result"]
+            .as_str()
+            .unwrap()
+            .contains("budget is used up"),
+        "{last}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_time_budget_stops_a_slow_model() {
+    let slow = Step::Slow {
+        delay: Duration::from_secs(5),
+        then: Box::new(Step::finish("late", "late")),
+    };
+    let started = Instant::now();
+    let (_, report) = stops_with(
+        "budget:time",
+        vec![edit_step(), slow],
+        "[agent]\nmax_seconds = 2\n",
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stopped at the budget, not after the model"
+    );
+    assert_eq!(report["turns"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_input_token_budget_stops_the_run() {
+    let (_, report) = stops_with(
+        "budget:input_tokens",
+        vec![edit_step().with_usage(600, 10), Step::finish("x", "x")],
+        "[agent]\nmax_input_tokens = 500\n",
+    )
+    .await;
+    assert_eq!(report["turns"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_output_token_budget_stops_the_run() {
+    let (_, report) = stops_with(
+        "budget:output_tokens",
+        vec![edit_step().with_usage(10, 700), Step::finish("x", "x")],
+        "[agent]\nmax_output_tokens = 500\n",
+    )
+    .await;
+    assert_eq!(report["turns"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_dollar_budget_stops_the_run_and_the_cost_is_reported() {
+    let config = "[agent]\nmax_dollars = 0.5\n\n[model.prices.scripted-model]\ninput_per_mtok = 100.0\noutput_per_mtok = 400.0\n";
+    let (_, report) = stops_with(
+        "budget:dollars",
+        vec![edit_step().with_usage(4000, 500), Step::finish("x", "x")],
+        config,
+    )
+    .await;
+    // 4000 × $100/M + 500 × $400/M = $0.40 + $0.20
+    let cost = report["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.6).abs() < 1e-9, "{cost}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overflowing_context_is_shortened_and_the_run_goes_on() {
+    let project = Project::new();
+    let big = "head -c 16000 /dev/zero | tr '\\0' x; echo";
+    let mut steps: Vec<Step> = (0..4)
+        .map(|_| Step::call("bash", json!({"command": big})))
+        .collect();
+    steps.push(edit_step());
+    steps.push(Step::finish("fixed after a lot of output", "Fix add"));
+    let server = ModelServer::start(steps).await.unwrap();
+    // A model whose window holds about two of those outputs.
+    server.limit_context(40_000);
+    let (code, report) = tokio::task::block_in_place(|| {
+        project.run(&server, "openai", "[agent]\ncontext_tokens = 6000\n")
+    });
+    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(code, 0);
+    let events = transcript(&report);
+    assert!(
+        events.iter().any(|e| e["event"] == "compacted"),
+        "the history was shortened"
+    );
+    let last = server.requests().pop().unwrap().body.to_string();
+    assert!(last.contains("[shortened to keep the conversation within its context budget"));
+    assert!(server.requests().iter().all(|r| r.status == 200));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_429_with_retry_after_is_retried_and_succeeds() {
+    let project = Project::new();
+    let mut steps = vec![Step::Fail {
+        status: 429,
+        retry_after: Some("1".into()),
+    }];
+    steps.extend(good_script());
+    let server = ModelServer::start(steps).await.unwrap();
+    let started = Instant::now();
+    // The backoff alone would wait 20 s: a quick success shows Retry-After won.
+    let (code, report) = tokio::task::block_in_place(|| {
+        project.run(
+            &server,
+            "anthropic",
+            "[model]\nretry_base_ms = 20000\nretry_max_ms = 60000\n",
+        )
+    });
+    let elapsed = started.elapsed();
+    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(code, 0);
+    assert!(
+        elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(15),
+        "{elapsed:?}"
+    );
+    let statuses: Vec<u16> = server.requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [429, 200, 200, 200, 200]);
+    let events = transcript(&report);
+    let first_call = events.iter().find(|e| e["event"] == "model_call").unwrap();
+    assert_eq!(first_call["attempts"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_storm_of_500s_ends_with_model_error_and_a_clear_message() {
+    let project = Project::new();
+    let server = ModelServer::start(vec![]).await.unwrap();
+    server.then_always(Step::Fail {
+        status: 500,
+        retry_after: None,
+    });
+    let (code, report) =
+        tokio::task::block_in_place(|| project.run(&server, "openai", QUICK_RETRIES));
+    assert_eq!(report["status"], "failed");
+    assert_eq!(report["reason"], "model_error");
+    assert_eq!(code, 1);
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("kept failing (3 tries)") && message.contains("answered 500"),
+        "{message}"
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_tool_arguments_get_a_validation_error_the_model_corrects() {
+    for dialect in ["openai", "anthropic"] {
+        let project = Project::new();
+        let mut steps = vec![
+            Step::raw_call("read_file", "{\"path\": \"calc.sh\""),
+            Step::call("read_file", json!({"path": "calc.sh", "start_line": 0})),
+        ];
+        steps.extend(good_script());
+        let server = ModelServer::start(steps).await.unwrap();
+        let (code, report) =
+            tokio::task::block_in_place(|| project.run(&server, dialect, QUICK_RETRIES));
+        assert_eq!(report["status"], "succeeded", "{dialect}: {report:#}");
+        assert_eq!(code, 0);
+        let events = transcript(&report);
+        let tools = tool_events(&events);
+        assert_eq!(tools[0]["is_error"], true);
+        assert!(
+            tools[0]["result"]
+                .as_str()
+                .unwrap()
+                .contains("not valid JSON"),
+            "{}",
+            tools[0]
+        );
+        assert_eq!(tools[1]["is_error"], true);
+        assert!(
+            tools[1]["result"].as_str().unwrap().contains("start_line"),
+            "{}",
+            tools[1]
+        );
+        assert_eq!(tools[2]["is_error"], false);
+        let second = server.requests()[1].body.to_string();
+        assert!(
+            second.contains("not valid JSON"),
+            "{dialect}: the error went back to the model"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_file_tool_reaches_a_host_file() {
+    let project = Project::new();
+    let host = project.root.path().join("host-secret.txt");
+    std::fs::write(&host, "HOST SECRET\n").unwrap();
+    // Planted in the repository: a link to the host file and to its directory.
+    let repo = project.repo();
+    std::os::unix::fs::symlink(&host, repo.join("planted")).unwrap();
+    std::os::unix::fs::symlink(project.root.path(), repo.join("planted-dir")).unwrap();
+    {
+        let git = git2::Repository::open(&repo).unwrap();
+        let mut index = git.index().unwrap();
+        index.add_path(Path::new("planted")).unwrap();
+        index.add_path(Path::new("planted-dir")).unwrap();
+        let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
+        let parent = git.head().unwrap().peel_to_commit().unwrap();
+        git.commit(Some("HEAD"), &sig, &sig, "links", &tree, &[&parent])
+            .unwrap();
+    }
+    let attempts = [
+        ("read_file", json!({"path": "planted"})),
+        ("read_file", json!({"path": "../host-secret.txt"})),
+        ("read_file", json!({"path": host.to_str().unwrap()})),
+        ("read_file", json!({"path": "planted-dir/host-secret.txt"})),
+        ("write_file", json!({"path": "planted", "content": "pwned"})),
+        (
+            "write_file",
+            json!({"path": "planted-dir/new.txt", "content": "pwned"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "planted", "old_string": "HOST", "new_string": "PWNED"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "../host-secret.txt", "old_string": "HOST", "new_string": "PWNED"}),
+        ),
+        ("list_files", json!({"path": "planted-dir"})),
+        ("list_files", json!({"path": "/etc"})),
+        ("glob", json!({"pattern": "planted-dir/*"})),
+    ];
+    let mut steps: Vec<Step> = attempts
+        .iter()
+        .map(|(t, a)| Step::call(t, a.clone()))
+        .collect();
+    steps.push(Step::finish("nothing", "nothing"));
+    let server = ModelServer::start(steps).await.unwrap();
+    let (_, report) = tokio::task::block_in_place(|| project.run(&server, "openai", QUICK_RETRIES));
+    assert_eq!(report["reason"], "no_changes", "{report:#}");
+    let events = transcript(&report);
+    let tools = tool_events(&events);
+    for (event, (tool, args)) in tools.iter().zip(&attempts) {
+        let result = event["result"].as_str().unwrap();
+        if *tool == "glob" {
+            assert!(
+                result.starts_with("no file matches"),
+                "glob follows no link: {result}"
+            );
+        } else {
+            assert_eq!(event["is_error"], true, "{tool} {args}: {result}");
+            assert!(result.contains("refused"), "{tool} {args}: {result}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&host).unwrap(), "HOST SECRET\n");
+    assert!(!project.root.path().join("new.txt").exists());
+    let raw = std::fs::read_to_string(report["transcript"].as_str().unwrap()).unwrap();
+    assert!(
+        !raw.contains("HOST SECRET"),
+        "no host file content reached the model"
+    );
+}
