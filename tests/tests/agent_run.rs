@@ -552,3 +552,81 @@ async fn no_file_tool_reaches_a_host_file() {
         "no host file content reached the model"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_model_is_named_with_what_to_configure() {
+    let project = Project::new();
+    let server = ModelServer::start(vec![]).await.unwrap();
+    // A port nothing listens on: the server's, after it is gone.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let cwd = project.root.path();
+    let out = Command::new(forgehand_binary())
+        .args([
+            "run",
+            "--backend",
+            "namespace",
+            "--task",
+            "anything",
+            "--repo",
+        ])
+        .arg(project.repo())
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "qwen2.5-coder:7b",
+            "--base-url",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .current_dir(cwd)
+        .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
+        .env("FORGEHAND_GIT__WORK_DIR", cwd.join("jobs"))
+        .env("FORGEHAND_AGENT__TRANSCRIPT_DIR", cwd.join("transcripts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!("failed (model_error): cannot reach the model at http://127.0.0.1:{port}/v1/chat/completions"))
+            && stdout.contains("model.base_url"),
+        "{stdout}"
+    );
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_goes_through_the_gate_before_it_commits() {
+    let project = Project::new();
+    let steps = vec![
+        Step::call(
+            "write_file",
+            json!({"path": ".github/workflows/ci.yml", "content": "on: push\n"}),
+        ),
+        Step::finish("added CI", "Add CI"),
+    ];
+    let server = ModelServer::start(steps).await.unwrap();
+    let (code, report) =
+        tokio::task::block_in_place(|| project.run(&server, "openai", QUICK_RETRIES));
+    assert_eq!(code, 1);
+    assert_eq!(report["reason"], "sensitive", "{report:#}");
+    assert!(report["message"]
+        .as_str()
+        .unwrap()
+        .contains(".github/workflows/ci.yml"));
+    assert!(report["branch"].is_null(), "nothing was committed");
+    let server = ModelServer::start(vec![
+        Step::call("write_file", json!({"path": "notes.txt", "content": "token = \"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB\"\n"})),
+        Step::finish("notes", "Notes"),
+    ])
+    .await
+    .unwrap();
+    let (_, report) = tokio::task::block_in_place(|| project.run(&server, "openai", QUICK_RETRIES));
+    assert_eq!(report["reason"], "secret", "{report:#}");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("notes.txt:1") && !message.contains("ghp_"),
+        "{message}"
+    );
+}
