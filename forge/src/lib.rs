@@ -2,6 +2,7 @@
 //! whether its signature holds, and the one event model that GitHub's and
 //! Gitea/Forgejo's payloads both become.
 
+pub mod api;
 pub mod event;
 pub mod git;
 pub mod webhook;

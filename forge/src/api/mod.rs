@@ -1,0 +1,220 @@
+//! The forges' APIs behind one trait with explicit error kinds, so the
+//! pipeline treats GitHub and Gitea/Forgejo alike and can tell "not
+//! found" from "forbidden" from "wait and try again".
+
+pub mod gitea;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoRef {
+    pub owner: String,
+    pub name: String,
+}
+
+impl RepoRef {
+    pub fn new(owner: &str, name: &str) -> Self {
+        RepoRef {
+            owner: owner.into(),
+            name: name.into(),
+        }
+    }
+
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error("not found: {0}")]
+    NotFound(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("rate limited: try again in {} s", .retry_after.as_secs())]
+    RateLimited { retry_after: Duration },
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("the forge refused the request: {0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    None,
+    Read,
+    Write,
+    Admin,
+}
+
+impl Permission {
+    pub fn can_write(self) -> bool {
+        self >= Permission::Write
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub author: String,
+    pub open: bool,
+    pub labels: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    pub id: u64,
+    pub author: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    pub number: u64,
+    pub url: String,
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPullRequest<'a> {
+    pub title: &'a str,
+    pub body: &'a str,
+    /// The bot's branch.
+    pub head: &'a str,
+    pub base: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewState {
+    Approved,
+    ChangesRequested,
+    Commented,
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    pub id: u64,
+    pub author: String,
+    pub state: ReviewState,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: u64,
+    pub review_id: Option<u64>,
+    pub author: String,
+    pub path: String,
+    pub line: Option<u64>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReactionTarget {
+    Issue(u64),
+    Comment(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusState {
+    Pending,
+    Success,
+    Failure,
+    Error,
+}
+
+impl StatusState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatusState::Pending => "pending",
+            StatusState::Success => "success",
+            StatusState::Failure => "failure",
+            StatusState::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitStatus<'a> {
+    pub state: StatusState,
+    pub context: &'a str,
+    pub description: &'a str,
+    pub target_url: Option<&'a str>,
+}
+
+/// What the pipeline does on a forge.
+#[async_trait]
+pub trait ForgeApi: Send + Sync {
+    async fn issue(&self, repo: &RepoRef, number: u64) -> Result<Issue, ForgeError>;
+    async fn comments(&self, repo: &RepoRef, number: u64) -> Result<Vec<Comment>, ForgeError>;
+    async fn permission(&self, repo: &RepoRef, user: &str) -> Result<Permission, ForgeError>;
+    /// Adds 👀 to an issue, a pull request or a comment.
+    async fn react_eyes(&self, repo: &RepoRef, target: ReactionTarget) -> Result<(), ForgeError>;
+    async fn create_comment(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        body: &str,
+    ) -> Result<Comment, ForgeError>;
+    async fn edit_comment(&self, repo: &RepoRef, id: u64, body: &str) -> Result<(), ForgeError>;
+    /// Opens the pull request, or updates the open one from the same
+    /// branch.
+    async fn open_pull_request(
+        &self,
+        repo: &RepoRef,
+        pr: &NewPullRequest<'_>,
+    ) -> Result<PullRequest, ForgeError>;
+    async fn request_review(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        reviewers: &[&str],
+    ) -> Result<(), ForgeError>;
+    async fn reviews(&self, repo: &RepoRef, number: u64) -> Result<Vec<Review>, ForgeError>;
+    async fn review_comments(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+    ) -> Result<Vec<ReviewComment>, ForgeError>;
+    /// Answers in the thread of `comment`.
+    async fn reply_to_review_comment(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        comment: &ReviewComment,
+        body: &str,
+    ) -> Result<(), ForgeError>;
+    async fn set_status(
+        &self,
+        repo: &RepoRef,
+        sha: &str,
+        status: &CommitStatus<'_>,
+    ) -> Result<(), ForgeError>;
+}
+
+/// The error kind for an HTTP answer.
+pub(crate) fn classify(status: u16, retry_after: Option<Duration>, detail: String) -> ForgeError {
+    match status {
+        404 => ForgeError::NotFound(detail),
+        401 | 403 if retry_after.is_some() => ForgeError::RateLimited {
+            retry_after: retry_after.unwrap_or_default(),
+        },
+        401 | 403 => ForgeError::Forbidden(detail),
+        409 => ForgeError::Conflict(detail),
+        422 | 400 => ForgeError::Invalid(detail),
+        429 => ForgeError::RateLimited {
+            retry_after: retry_after.unwrap_or(Duration::from_secs(60)),
+        },
+        _ => ForgeError::Other(format!("HTTP {status}: {detail}")),
+    }
+}
