@@ -31,7 +31,7 @@ ensure_rust() {
 
 base_packages() {
   # libssl-dev: git2 (host-side git over HTTPS and SSH) links OpenSSL.
-  apt_install ca-certificates curl git build-essential pkg-config libssl-dev
+  apt_install ca-certificates curl git build-essential pkg-config libssl-dev openssl
 }
 
 # sandbox_packages: what the namespace sandbox backend runs (bubblewrap,

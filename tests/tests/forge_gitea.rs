@@ -9,13 +9,13 @@ use forgehand_forge::api::{
     CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, RepoRef,
     ReviewState, StatusState,
 };
-use forgehand_tests::fake_gitea::FakeGitea;
+use forgehand_tests::fake_forge::{FakeForge, Kind};
 use secrecy::SecretString;
 
 const BOT_TOKEN: &str = "gitea-bot-token-0123456789";
 
-async fn setup() -> (FakeGitea, GiteaClient, RepoRef) {
-    let gitea = FakeGitea::start().await.unwrap();
+async fn setup() -> (FakeForge, GiteaClient, RepoRef) {
+    let gitea = FakeForge::start(Kind::Gitea).await.unwrap();
     gitea.with(|s| {
         s.tokens.insert(BOT_TOKEN.into(), "forgehand".into());
         for (user, permission) in [

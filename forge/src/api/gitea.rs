@@ -335,6 +335,7 @@ impl ForgeApi for GiteaClient {
                 path: text(&c["path"]),
                 line: c["position"].as_u64().filter(|&p| p > 0),
                 body: text(&c["body"]),
+                commit_id: c["commit_id"].as_str().map(str::to_owned),
             }));
         }
         Ok(out)

@@ -3,6 +3,7 @@
 //! found" from "forbidden" from "wait and try again".
 
 pub mod gitea;
+pub mod github;
 
 use std::time::Duration;
 
@@ -117,6 +118,8 @@ pub struct ReviewComment {
     pub path: String,
     pub line: Option<u64>,
     pub body: String,
+    /// The commit the comment was made on (GitHub needs it to reply).
+    pub commit_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

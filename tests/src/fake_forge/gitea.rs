@@ -1,0 +1,252 @@
+//! Gitea's side of the fake forge: its routes and its answers' shapes.
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use super::state::{FakeComment, FakeIssue, ForgeState};
+use super::{Answer, Request};
+
+pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {
+    let (repo, user, body, query) = (r.repo, r.user, r.body, r.query);
+    let not_found = || (StatusCode::NOT_FOUND, "not found".to_owned());
+    let t = template
+        .strip_prefix("/repos/{owner}/{repo}")
+        .unwrap_or(template);
+    match (method, t) {
+        ("GET", "/issues/{index}") => {
+            let issue = s
+                .issues
+                .iter()
+                .find(|i| i.repo == repo && i.number == r.num("index"))
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::OK, issue_json(issue)))
+        }
+        ("GET", "/issues/{index}/comments") => {
+            let list: Vec<Value> = s
+                .comments
+                .iter()
+                .filter(|c| c.repo == repo && c.issue == r.num("index"))
+                .map(comment_json)
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/issues/{index}/comments") => {
+            if !s
+                .issues
+                .iter()
+                .any(|i| i.repo == repo && i.number == r.num("index"))
+            {
+                return Err(not_found());
+            }
+            let id = s.add_comment(
+                repo,
+                r.num("index"),
+                user,
+                body["body"].as_str().unwrap_or_default(),
+            );
+            let c = s.comments.iter().find(|c| c.id == id).unwrap();
+            Ok((StatusCode::CREATED, comment_json(c)))
+        }
+        ("PATCH", "/issues/comments/{id}") => {
+            let c = s
+                .comments
+                .iter_mut()
+                .find(|c| c.repo == repo && c.id == r.num("id"))
+                .ok_or_else(not_found)?;
+            if c.user != user {
+                return Err((StatusCode::FORBIDDEN, "not your comment".into()));
+            }
+            c.body = body["body"].as_str().unwrap_or_default().into();
+            Ok((StatusCode::OK, comment_json(c)))
+        }
+        ("POST", "/issues/{index}/reactions") | ("POST", "/issues/comments/{id}/reactions") => {
+            let target = if t.contains("comments") {
+                format!("comment:{}", r.num("id"))
+            } else {
+                format!("issue:{}", r.num("index"))
+            };
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            let known = [
+                "+1", "-1", "laugh", "hooray", "confused", "heart", "rocket", "eyes",
+            ];
+            if !known.contains(&content.as_str()) {
+                return Err((
+                    StatusCode::FORBIDDEN,
+                    format!("'{content}' is not an allowed reaction"),
+                ));
+            }
+            s.reactions
+                .push((repo.into(), target, user.into(), content.clone()));
+            Ok((
+                StatusCode::CREATED,
+                json!({"user": {"login": user}, "content": content}),
+            ))
+        }
+        ("GET", "/collaborators/{collaborator}/permission") => {
+            let login = r.arg("collaborator");
+            match s.permissions.get(&(repo.to_owned(), login.clone())) {
+                Some(p) => Ok((
+                    StatusCode::OK,
+                    json!({"permission": p, "role_name": p, "user": {"login": login}}),
+                )),
+                None => Err((
+                    StatusCode::FORBIDDEN,
+                    format!("{login} is not a collaborator"),
+                )),
+            }
+        }
+        ("GET", "/pulls") => {
+            let want_open = query.unwrap_or_default().contains("state=open");
+            let list: Vec<Value> = s
+                .issues
+                .iter()
+                .filter(|i| i.repo == repo && i.pull.is_some() && (!want_open || i.open))
+                .map(pull_json)
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/pulls") => {
+            let head = body["head"].as_str().unwrap_or_default().to_owned();
+            let base = body["base"].as_str().unwrap_or_default().to_owned();
+            if s.issues
+                .iter()
+                .any(|i| i.repo == repo && i.open && i.pull.as_ref().is_some_and(|p| p.0 == head))
+            {
+                return Err((
+                    StatusCode::CONFLICT,
+                    "pull request already exists for these targets".into(),
+                ));
+            }
+            let number = s.next_number(repo);
+            s.issues.push(FakeIssue {
+                repo: repo.into(),
+                number,
+                title: body["title"].as_str().unwrap_or_default().into(),
+                body: body["body"].as_str().unwrap_or_default().into(),
+                user: user.into(),
+                open: true,
+                labels: vec![],
+                pull: Some((head, base)),
+            });
+            Ok((StatusCode::CREATED, pull_json(s.issues.last().unwrap())))
+        }
+        ("PATCH", "/pulls/{index}") => {
+            let pr = s
+                .issues
+                .iter_mut()
+                .find(|i| i.repo == repo && i.number == r.num("index") && i.pull.is_some())
+                .ok_or_else(not_found)?;
+            if let Some(title) = body["title"].as_str() {
+                pr.title = title.into();
+            }
+            if let Some(text) = body["body"].as_str() {
+                pr.body = text.into();
+            }
+            Ok((StatusCode::CREATED, pull_json(pr)))
+        }
+        ("POST", "/pulls/{index}/requested_reviewers") => {
+            for reviewer in body["reviewers"].as_array().into_iter().flatten() {
+                s.review_requests.push((
+                    repo.into(),
+                    r.num("index"),
+                    reviewer.as_str().unwrap_or_default().into(),
+                ));
+            }
+            Ok((StatusCode::CREATED, json!([])))
+        }
+        ("GET", "/pulls/{index}/reviews") => {
+            let list: Vec<Value> = s
+                .reviews
+                .iter()
+                .filter(|review| review.repo == repo && review.pr == r.num("index"))
+                .map(|review| json!({"id": review.id, "user": {"login": review.user}, "state": review.state, "body": review.body}))
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("GET", "/pulls/{index}/reviews/{id}/comments") => {
+            let list: Vec<Value> = s
+                .review_comments
+                .iter()
+                .filter(|c| c.review_id == r.num("id"))
+                .map(|c| json!({"id": c.id, "pull_request_review_id": c.review_id, "user": {"login": c.user},
+                               "path": c.path, "position": c.position, "body": c.body}))
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/pulls/{index}/reviews") => {
+            let comments: Vec<(String, u64, String)> = body["comments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        c["path"].as_str().unwrap_or_default().to_owned(),
+                        c["new_position"].as_u64().unwrap_or_default(),
+                        c["body"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let borrowed: Vec<(&str, u64, &str)> = comments
+                .iter()
+                .map(|(p, l, b)| (p.as_str(), *l, b.as_str()))
+                .collect();
+            let state = match body["event"].as_str().unwrap_or("COMMENT") {
+                "APPROVED" => "APPROVED",
+                "REQUEST_CHANGES" => "REQUEST_CHANGES",
+                _ => "COMMENT",
+            };
+            let id = s.add_review(
+                repo,
+                r.num("index"),
+                user,
+                state,
+                body["body"].as_str().unwrap_or_default(),
+                &borrowed,
+            );
+            Ok((
+                StatusCode::OK,
+                json!({"id": id, "user": {"login": user}, "state": state}),
+            ))
+        }
+        ("POST", "/statuses/{sha}") => {
+            let sha = r.arg("sha");
+            s.statuses.push((
+                repo.into(),
+                sha.clone(),
+                body["state"].as_str().unwrap_or_default().into(),
+                body["context"].as_str().unwrap_or_default().into(),
+                body["description"].as_str().unwrap_or_default().into(),
+            ));
+            Ok((
+                StatusCode::CREATED,
+                json!({"state": body["state"], "context": body["context"]}),
+            ))
+        }
+        _ => Err((
+            StatusCode::NOT_IMPLEMENTED,
+            format!("the fake Gitea does not do {method} {template} yet"),
+        )),
+    }
+}
+
+fn issue_json(i: &FakeIssue) -> Value {
+    json!({
+        "id": i.number, "number": i.number, "title": i.title, "body": i.body,
+        "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
+        "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+        "pull_request": i.pull.as_ref().map(|_| json!({"merged": false})),
+    })
+}
+
+fn comment_json(c: &FakeComment) -> Value {
+    json!({"id": c.id, "body": c.body, "user": {"login": c.user}})
+}
+
+fn pull_json(i: &FakeIssue) -> Value {
+    let (head, base) = i.pull.clone().unwrap_or_default();
+    json!({
+        "number": i.number, "title": i.title, "body": i.body, "state": if i.open { "open" } else { "closed" },
+        "html_url": format!("http://gitea.invalid/{}/pulls/{}", i.repo, i.number),
+        "head": {"ref": head}, "base": {"ref": base}, "user": {"login": i.user},
+    })
+}

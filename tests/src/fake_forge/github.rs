@@ -1,0 +1,358 @@
+//! GitHub's side of the fake forge: its routes, its answers' shapes, and a
+//! GitHub App's authentication (an RS256 JWT signed with the App's key
+//! for the App's own calls, then installation tokens).
+
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+
+use super::state::{FakeComment, FakeIssue, ForgeState};
+use super::{Answer, Request};
+use crate::api_spec::Matched;
+
+/// The login installation tokens act as.
+pub const APP_BOT: &str = "forgehand[bot]";
+
+/// `app:<id>` when `jwt` is an App's JWT, signed by its key, not expired.
+pub(super) fn app_from_jwt(state: &ForgeState, jwt: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Claims {
+        iss: Value,
+    }
+    let header = jsonwebtoken::decode_header(jwt).ok()?;
+    if header.alg != jsonwebtoken::Algorithm::RS256 {
+        return None;
+    }
+    state.apps.iter().find_map(|(id, public_pem)| {
+        let key = jsonwebtoken::DecodingKey::from_rsa_pem(public_pem.as_bytes()).ok()?;
+        let mut validation = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        // GitHub takes the App id as a number in `iss`, which the
+        // library's own issuer check would not; it is compared below.
+        validation.set_required_spec_claims(&["exp"]);
+        let claims = jsonwebtoken::decode::<Claims>(jwt, &key, &validation)
+            .ok()?
+            .claims;
+        let iss = match &claims.iss {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        (iss == id.to_string()).then(|| format!("app:{id}"))
+    })
+}
+
+/// Commit statuses are not in the REST subset the tests have; the body is
+/// checked against the recorded real exchange
+/// (`octokit-fixtures/create-status.json`) instead.
+pub(super) fn outside_the_subset(
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Option<Matched> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if method != "POST" || parts.len() != 5 || parts[0] != "repos" || parts[3] != "statuses" {
+        return None;
+    }
+    let body = body?.as_object()?;
+    let known = ["state", "target_url", "description", "context"];
+    let states = ["error", "failure", "pending", "success"];
+    let valid = body.keys().all(|k| known.contains(&k.as_str()))
+        && body
+            .get("state")
+            .and_then(Value::as_str)
+            .is_some_and(|s| states.contains(&s))
+        && body.get("context").is_none_or(Value::is_string)
+        && body.get("description").is_none_or(Value::is_string);
+    valid.then(|| Matched {
+        method: method.into(),
+        template: "/repos/{owner}/{repo}/statuses/{sha}".into(),
+    })
+}
+
+pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {
+    let (repo, user, body) = (r.repo, r.user, r.body);
+    let not_found = || (StatusCode::NOT_FOUND, "Not Found".to_owned());
+    let t = template
+        .strip_prefix("/repos/{owner}/{repo}")
+        .unwrap_or(template);
+    match (method, t) {
+        ("GET", "/installation") => {
+            let id = *s.installations.get(repo).ok_or_else(not_found)?;
+            Ok((
+                StatusCode::OK,
+                json!({"id": id, "account": {"login": repo.split('/').next()}}),
+            ))
+        }
+        ("POST", "/app/installations/{installation_id}/access_tokens") => {
+            let id = r.num("installation_id");
+            if !s.installations.values().any(|i| *i == id) {
+                return Err(not_found());
+            }
+            let token = format!("ghs_fake{:032}", s.id());
+            s.tokens.insert(token.clone(), APP_BOT.into());
+            s.issued_tokens.push(id);
+            let ttl = s.token_ttl_secs.unwrap_or(3600);
+            let expires = time::OffsetDateTime::now_utc() + time::Duration::seconds(ttl);
+            let expires = expires
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            Ok((
+                StatusCode::CREATED,
+                json!({"token": token, "expires_at": expires}),
+            ))
+        }
+        ("GET", "/issues/{issue_number}") => {
+            let issue = s
+                .issues
+                .iter()
+                .find(|i| i.repo == repo && i.number == r.num("issue_number"))
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::OK, issue_json(issue)))
+        }
+        ("GET", "/issues/{issue_number}/comments") => {
+            let list: Vec<Value> = s
+                .comments
+                .iter()
+                .filter(|c| c.repo == repo && c.issue == r.num("issue_number"))
+                .map(comment_json)
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/issues/{issue_number}/comments") => {
+            let number = r.num("issue_number");
+            if !s
+                .issues
+                .iter()
+                .any(|i| i.repo == repo && i.number == number)
+            {
+                return Err(not_found());
+            }
+            let id = s.add_comment(
+                repo,
+                number,
+                user,
+                body["body"].as_str().unwrap_or_default(),
+            );
+            let c = s.comments.iter().find(|c| c.id == id).unwrap();
+            Ok((StatusCode::CREATED, comment_json(c)))
+        }
+        ("PATCH", "/issues/comments/{comment_id}") => {
+            let c = s
+                .comments
+                .iter_mut()
+                .find(|c| c.repo == repo && c.id == r.num("comment_id"))
+                .ok_or_else(not_found)?;
+            if c.user != user {
+                return Err((
+                    StatusCode::FORBIDDEN,
+                    "Must have admin rights to Repository.".into(),
+                ));
+            }
+            c.body = body["body"].as_str().unwrap_or_default().into();
+            Ok((StatusCode::OK, comment_json(c)))
+        }
+        ("POST", "/issues/{issue_number}/reactions")
+        | ("POST", "/issues/comments/{comment_id}/reactions") => {
+            let target = if t.contains("comments") {
+                format!("comment:{}", r.num("comment_id"))
+            } else {
+                format!("issue:{}", r.num("issue_number"))
+            };
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            s.reactions
+                .push((repo.into(), target, user.into(), content.clone()));
+            let id = s.id();
+            Ok((
+                StatusCode::CREATED,
+                json!({"id": id, "content": content, "user": {"login": user}}),
+            ))
+        }
+        ("GET", "/collaborators/{username}/permission") => {
+            let login = r.arg("username");
+            let permission = s
+                .permissions
+                .get(&(repo.to_owned(), login.clone()))
+                .cloned()
+                .unwrap_or_else(|| "none".into());
+            Ok((
+                StatusCode::OK,
+                json!({"permission": permission, "role_name": permission, "user": {"login": login}}),
+            ))
+        }
+        ("GET", "/pulls") => {
+            let query = r.query.unwrap_or_default();
+            let want_open = query.contains("state=open");
+            let head = query
+                .split('&')
+                .find_map(|p| p.strip_prefix("head="))
+                .map(|h| h.split_once(':').map_or(h, |(_, b)| b).to_owned());
+            let list: Vec<Value> = s
+                .issues
+                .iter()
+                .filter(|i| i.repo == repo && (!want_open || i.open))
+                .filter(|i| match (&i.pull, &head) {
+                    (Some((h, _)), Some(want)) => h == want,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                })
+                .map(pull_json)
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/pulls") => {
+            let head = body["head"].as_str().unwrap_or_default().to_owned();
+            let base = body["base"].as_str().unwrap_or_default().to_owned();
+            if s.issues
+                .iter()
+                .any(|i| i.repo == repo && i.open && i.pull.as_ref().is_some_and(|p| p.0 == head))
+            {
+                return Err((
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    format!("A pull request already exists for {head}."),
+                ));
+            }
+            let number = s.next_number(repo);
+            s.issues.push(FakeIssue {
+                repo: repo.into(),
+                number,
+                title: body["title"].as_str().unwrap_or_default().into(),
+                body: body["body"].as_str().unwrap_or_default().into(),
+                user: user.into(),
+                open: true,
+                labels: vec![],
+                pull: Some((head, base)),
+            });
+            Ok((StatusCode::CREATED, pull_json(s.issues.last().unwrap())))
+        }
+        ("PATCH", "/pulls/{pull_number}") => {
+            let pr = s
+                .issues
+                .iter_mut()
+                .find(|i| i.repo == repo && i.number == r.num("pull_number") && i.pull.is_some())
+                .ok_or_else(not_found)?;
+            if let Some(title) = body["title"].as_str() {
+                pr.title = title.into();
+            }
+            if let Some(text) = body["body"].as_str() {
+                pr.body = text.into();
+            }
+            Ok((StatusCode::OK, pull_json(pr)))
+        }
+        ("POST", "/pulls/{pull_number}/requested_reviewers") => {
+            let number = r.num("pull_number");
+            for reviewer in body["reviewers"].as_array().into_iter().flatten() {
+                s.review_requests.push((
+                    repo.into(),
+                    number,
+                    reviewer.as_str().unwrap_or_default().into(),
+                ));
+            }
+            let pr = s
+                .issues
+                .iter()
+                .find(|i| i.repo == repo && i.number == number)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::CREATED, pull_json(pr)))
+        }
+        ("GET", "/pulls/{pull_number}/reviews") => {
+            let list: Vec<Value> = s
+                .reviews
+                .iter()
+                .filter(|review| review.repo == repo && review.pr == r.num("pull_number"))
+                .map(|review| json!({"id": review.id, "user": {"login": review.user}, "state": review.state, "body": review.body}))
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("GET", "/pulls/{pull_number}/comments") => {
+            let number = r.num("pull_number");
+            let reviews: Vec<u64> = s
+                .reviews
+                .iter()
+                .filter(|review| review.repo == repo && review.pr == number)
+                .map(|review| review.id)
+                .collect();
+            let list: Vec<Value> = s
+                .review_comments
+                .iter()
+                .filter(|c| reviews.contains(&c.review_id))
+                .map(|c| {
+                    json!({"id": c.id, "pull_request_review_id": c.review_id, "user": {"login": c.user},
+                           "path": c.path, "line": c.position, "body": c.body, "commit_id": c.commit_id,
+                           "in_reply_to_id": c.in_reply_to})
+                })
+                .collect();
+            Ok((StatusCode::OK, Value::Array(list)))
+        }
+        ("POST", "/pulls/{pull_number}/comments") => {
+            let Some(parent) = body["in_reply_to"].as_u64() else {
+                return Err((
+                    StatusCode::NOT_IMPLEMENTED,
+                    "the fake GitHub only takes replies here".into(),
+                ));
+            };
+            let original = s
+                .review_comments
+                .iter()
+                .find(|c| c.id == parent)
+                .cloned()
+                .ok_or_else(not_found)?;
+            let id = s.id();
+            s.review_comments.push(super::state::FakeReviewComment {
+                review_id: original.review_id,
+                id,
+                user: user.into(),
+                path: original.path.clone(),
+                position: original.position,
+                body: body["body"].as_str().unwrap_or_default().into(),
+                commit_id: original.commit_id.clone(),
+                in_reply_to: Some(parent),
+            });
+            Ok((
+                StatusCode::CREATED,
+                json!({"id": id, "in_reply_to_id": parent, "body": body["body"]}),
+            ))
+        }
+        ("POST", "/statuses/{sha}") => {
+            s.statuses.push((
+                repo.into(),
+                r.arg("sha"),
+                body["state"].as_str().unwrap_or_default().into(),
+                body["context"].as_str().unwrap_or_default().into(),
+                body["description"].as_str().unwrap_or_default().into(),
+            ));
+            Ok((
+                StatusCode::CREATED,
+                json!({"state": body["state"], "context": body["context"]}),
+            ))
+        }
+        _ => Err((
+            StatusCode::NOT_IMPLEMENTED,
+            format!("the fake GitHub does not do {method} {template} yet"),
+        )),
+    }
+}
+
+fn issue_json(i: &FakeIssue) -> Value {
+    let mut v = json!({
+        "id": i.number, "number": i.number, "title": i.title, "body": i.body,
+        "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
+        "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+    });
+    if i.pull.is_some() {
+        v["pull_request"] = json!({"url": format!("https://api.github.invalid/repos/{}/pulls/{}", i.repo, i.number)});
+    }
+    v
+}
+
+fn comment_json(c: &FakeComment) -> Value {
+    json!({"id": c.id, "body": c.body, "user": {"login": c.user}})
+}
+
+fn pull_json(i: &FakeIssue) -> Value {
+    let (head, base) = i.pull.clone().unwrap_or_default();
+    let owner = i.repo.split('/').next().unwrap_or_default();
+    json!({
+        "number": i.number, "title": i.title, "body": i.body, "state": if i.open { "open" } else { "closed" },
+        "html_url": format!("https://github.invalid/{}/pull/{}", i.repo, i.number),
+        "head": {"ref": head, "label": format!("{owner}:{head}")}, "base": {"ref": base},
+        "user": {"login": i.user},
+    })
+}

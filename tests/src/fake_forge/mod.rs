@@ -1,0 +1,256 @@
+//! Stateful fake forges for the tests: a GitHub and a Gitea that hold
+//! repositories, issues, comments, reactions, pull requests, reviews and
+//! statuses, and answer in each forge's own shapes. Every request is first
+//! checked against the forge's own API description in
+//! `../shared/testdata` (GitHub's REST OpenAPI subset, Gitea's Swagger); one
+//! the real API would not take is answered 422 and recorded as a
+//! violation, and tests assert there are none.
+
+mod gitea;
+mod github;
+pub mod state;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::api_spec::ApiSpec;
+pub use state::ForgeState;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    GitHub,
+    Gitea,
+}
+
+pub struct FakeForge {
+    /// `http://127.0.0.1:<port>`: what `gitea.base_url` or
+    /// `github.api_url` is set to.
+    pub base_url: String,
+    pub state: Arc<Mutex<ForgeState>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for FakeForge {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+struct Shared {
+    kind: Kind,
+    spec: ApiSpec,
+    state: Arc<Mutex<ForgeState>>,
+}
+
+impl FakeForge {
+    pub async fn start(kind: Kind) -> anyhow::Result<FakeForge> {
+        let spec = match kind {
+            Kind::Gitea => ApiSpec::load(
+                &crate::testdata::root().join("gitea/gitea-swagger-v1.22.json"),
+                "/api/v1",
+            )?,
+            Kind::GitHub => ApiSpec::load(
+                &crate::testdata::root().join("github/github-rest-subset.json"),
+                "",
+            )?,
+        };
+        let state = Arc::new(Mutex::new(ForgeState::default()));
+        let shared = Arc::new(Shared {
+            kind,
+            spec,
+            state: state.clone(),
+        });
+        let app = Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let shared = shared.clone();
+                async move { handle(&shared, method, uri, headers, body) }
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(FakeForge {
+            base_url,
+            state,
+            shutdown: Some(tx),
+        })
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut ForgeState) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+
+    pub fn violations(&self) -> Vec<String> {
+        self.with(|s| s.violations.clone())
+    }
+}
+
+fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let mut state = shared.state.lock().unwrap();
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let Some(user) = who(shared.kind, &state, authorization) else {
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"message": "Bad credentials"})),
+        )
+            .into_response();
+    };
+    let body: Option<Value> = if body.is_empty() {
+        None
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                state.violations.push(format!(
+                    "{method} {}: the body is not JSON: {e}",
+                    uri.path()
+                ));
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Json(json!({"message": "invalid JSON"})),
+                )
+                    .into_response();
+            }
+        }
+    };
+    let checked = shared
+        .spec
+        .check(method.as_str(), uri.path(), uri.query(), body.as_ref())
+        .or_else(|problem| match shared.kind {
+            Kind::GitHub => github::outside_the_subset(method.as_str(), uri.path(), body.as_ref())
+                .ok_or(problem),
+            Kind::Gitea => Err(problem),
+        });
+    let matched = match checked {
+        Ok(m) => m,
+        Err(problem) => {
+            state.violations.push(problem.clone());
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({"message": problem})),
+            )
+                .into_response();
+        }
+    };
+    state
+        .calls
+        .push(format!("{} {}", matched.method, matched.template));
+    if let Some((status, retry_after)) = state.faults.pop_front() {
+        let mut response = (
+            StatusCode::from_u16(status).unwrap(),
+            Json(json!({"message": "injected fault"})),
+        )
+            .into_response();
+        if let Some(after) = retry_after {
+            response.headers_mut().insert("retry-after", after.into());
+        }
+        return response;
+    }
+    // The template's `{name}`s, read from the request's path.
+    let actual = uri
+        .path()
+        .trim_start_matches(match shared.kind {
+            Kind::Gitea => "/api/v1",
+            Kind::GitHub => "",
+        })
+        .split('/')
+        .filter(|p| !p.is_empty());
+    let args: HashMap<String, String> = matched
+        .template
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .zip(actual)
+        .filter_map(|(t, a)| {
+            Some((
+                t.strip_prefix('{')?.strip_suffix('}')?.to_owned(),
+                a.to_owned(),
+            ))
+        })
+        .collect();
+    let repo = format!(
+        "{}/{}",
+        args.get("owner").cloned().unwrap_or_default(),
+        args.get("repo").cloned().unwrap_or_default()
+    );
+    let request = Request {
+        repo: &repo,
+        user: &user,
+        body: &body.unwrap_or(Value::Null),
+        args: &args,
+        query: uri.query(),
+    };
+    // A GitHub App's own calls (JWT) act as the App, not a user.
+    if user.starts_with("app:") != matched.template.starts_with("/app/")
+        && !(user.starts_with("app:") && matched.template.ends_with("/installation"))
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            Json(json!({"message": format!("{user} cannot call {}", matched.template)})),
+        )
+            .into_response();
+    }
+    let answer = match shared.kind {
+        Kind::Gitea => gitea::route(&mut state, &matched.method, &matched.template, &request),
+        Kind::GitHub => github::route(&mut state, &matched.method, &matched.template, &request),
+    };
+    match answer {
+        Ok((status, value)) => (status, Json(value)).into_response(),
+        Err((status, message)) => (status, Json(json!({"message": message}))).into_response(),
+    }
+}
+
+/// The login a request acts as: a token's user, or `app:<id>` for a
+/// GitHub App's JWT signed by a key the forge knows.
+fn who(kind: Kind, state: &ForgeState, authorization: &str) -> Option<String> {
+    let (scheme, credential) = authorization.split_once(' ')?;
+    match (kind, scheme.to_ascii_lowercase().as_str()) {
+        (Kind::Gitea, "token") | (Kind::GitHub, "token") => state.tokens.get(credential).cloned(),
+        (Kind::GitHub, "bearer") => state
+            .tokens
+            .get(credential)
+            .cloned()
+            .or_else(|| github::app_from_jwt(state, credential)),
+        _ => None,
+    }
+}
+
+type Answer = Result<(StatusCode, Value), (StatusCode, String)>;
+
+struct Request<'a> {
+    repo: &'a str,
+    user: &'a str,
+    body: &'a Value,
+    args: &'a HashMap<String, String>,
+    query: Option<&'a str>,
+}
+
+impl Request<'_> {
+    fn num(&self, name: &str) -> u64 {
+        self.args
+            .get(name)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn arg(&self, name: &str) -> String {
+        self.args.get(name).cloned().unwrap_or_default()
+    }
+}

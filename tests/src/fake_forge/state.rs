@@ -1,0 +1,155 @@
+//! What a fake forge holds: repositories' collaborators, issues (pull
+//! requests among them, as both forges model them), comments, reactions,
+//! reviews, review comments, review requests and commit statuses.
+
+use std::collections::{HashMap, VecDeque};
+
+#[derive(Default)]
+pub struct ForgeState {
+    /// token → login
+    pub tokens: HashMap<String, String>,
+    /// GitHub Apps: (app id, public key PEM) whose JWTs are accepted.
+    pub apps: Vec<(u64, String)>,
+    /// `owner/name` → installation id; installation id → app id.
+    pub installations: HashMap<String, u64>,
+    /// Installation tokens handed out, by installation id.
+    pub issued_tokens: Vec<u64>,
+    /// How long installation tokens last (an hour when unset, as on GitHub).
+    pub token_ttl_secs: Option<i64>,
+    /// (owner/name, login) → none|read|write|admin|owner
+    pub permissions: HashMap<(String, String), String>,
+    pub issues: Vec<FakeIssue>,
+    pub comments: Vec<FakeComment>,
+    /// (repo, "issue:N" or "comment:ID", login, content)
+    pub reactions: Vec<(String, String, String, String)>,
+    pub reviews: Vec<FakeReview>,
+    pub review_comments: Vec<FakeReviewComment>,
+    /// (repo, pr, reviewer)
+    pub review_requests: Vec<(String, u64, String)>,
+    /// (repo, sha, state, context, description)
+    pub statuses: Vec<(String, String, String, String, String)>,
+    /// Requests refused because the real API would not take them.
+    pub violations: Vec<String>,
+    /// `METHOD template` of every request that got through.
+    pub calls: Vec<String>,
+    /// Answers to give the next requests instead of serving them:
+    /// (status, Retry-After seconds).
+    pub faults: VecDeque<(u16, Option<u64>)>,
+    next_id: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeIssue {
+    pub repo: String,
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub user: String,
+    pub open: bool,
+    pub labels: Vec<String>,
+    /// Pull requests are issues too, as in Gitea.
+    pub pull: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeComment {
+    pub repo: String,
+    pub issue: u64,
+    pub id: u64,
+    pub user: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeReview {
+    pub repo: String,
+    pub pr: u64,
+    pub id: u64,
+    pub user: String,
+    pub state: String,
+    pub body: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeReviewComment {
+    pub review_id: u64,
+    pub id: u64,
+    pub user: String,
+    pub path: String,
+    pub position: u64,
+    pub body: String,
+    pub commit_id: String,
+    pub in_reply_to: Option<u64>,
+}
+
+impl ForgeState {
+    pub fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    pub fn next_number(&self, repo: &str) -> u64 {
+        self.issues.iter().filter(|i| i.repo == repo).count() as u64 + 1
+    }
+
+    pub fn add_issue(&mut self, repo: &str, user: &str, title: &str, body: &str) -> u64 {
+        let number = self.next_number(repo);
+        self.issues.push(FakeIssue {
+            repo: repo.into(),
+            number,
+            title: title.into(),
+            body: body.into(),
+            user: user.into(),
+            open: true,
+            labels: vec![],
+            pull: None,
+        });
+        number
+    }
+
+    pub fn add_comment(&mut self, repo: &str, issue: u64, user: &str, body: &str) -> u64 {
+        let id = self.id();
+        self.comments.push(FakeComment {
+            repo: repo.into(),
+            issue,
+            id,
+            user: user.into(),
+            body: body.into(),
+        });
+        id
+    }
+
+    pub fn add_review(
+        &mut self,
+        repo: &str,
+        pr: u64,
+        user: &str,
+        state: &str,
+        body: &str,
+        comments: &[(&str, u64, &str)],
+    ) -> u64 {
+        let id = self.id();
+        self.reviews.push(FakeReview {
+            repo: repo.into(),
+            pr,
+            id,
+            user: user.into(),
+            state: state.into(),
+            body: body.into(),
+        });
+        for (path, position, text) in comments {
+            let cid = self.id();
+            self.review_comments.push(FakeReviewComment {
+                review_id: id,
+                id: cid,
+                user: user.into(),
+                path: (*path).into(),
+                position: *position,
+                body: (*text).into(),
+                commit_id: "0123456789abcdef0123456789abcdef01234567".into(),
+                in_reply_to: None,
+            });
+        }
+        id
+    }
+}

@@ -1,0 +1,286 @@
+//! The GitHub client (octocrab) against the fake GitHub, which checks every
+//! request against GitHub's own REST description: with a personal token,
+//! and as a GitHub App whose installation token is fetched once however
+//! many jobs ask at the same moment.
+
+use std::path::Path;
+use std::process::Command;
+
+use forgehand_forge::api::github::{GitHubAuth, GitHubClient};
+use forgehand_forge::api::{
+    CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, RepoRef,
+    ReviewState, StatusState,
+};
+use forgehand_tests::fake_forge::{FakeForge, Kind};
+use secrecy::SecretString;
+
+const TOKEN: &str = "ghp_fakefakefakefakefakefakefakefake0123";
+
+async fn fake() -> FakeForge {
+    let github = FakeForge::start(Kind::GitHub).await.unwrap();
+    github.with(|s| {
+        s.tokens.insert(TOKEN.into(), "forgehand".into());
+        for (user, permission) in [
+            ("maintainer", "write"),
+            ("owner", "admin"),
+            ("reader", "read"),
+        ] {
+            s.permissions
+                .insert(("acme/demo".into(), user.into()), permission.into());
+        }
+        s.add_issue(
+            "acme/demo",
+            "maintainer",
+            "Fix the README",
+            "The install line is wrong.",
+        );
+        s.add_comment("acme/demo", 1, "maintainer", "@forgehand fix this please");
+    });
+    github
+}
+
+fn repo() -> RepoRef {
+    RepoRef::new("acme", "demo")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_operation_with_a_personal_token() {
+    let github = fake().await;
+    let client = GitHubClient::new(
+        &github.base_url,
+        GitHubAuth::Token(SecretString::from(TOKEN)),
+    )
+    .unwrap();
+    let repo = repo();
+    let issue = client.issue(&repo, 1).await.unwrap();
+    assert_eq!(
+        (issue.title.as_str(), issue.author.as_str()),
+        ("Fix the README", "maintainer")
+    );
+    assert_eq!(
+        client.comments(&repo, 1).await.unwrap()[0].body,
+        "@forgehand fix this please"
+    );
+    assert_eq!(
+        client.permission(&repo, "maintainer").await.unwrap(),
+        Permission::Write
+    );
+    assert_eq!(
+        client.permission(&repo, "owner").await.unwrap(),
+        Permission::Admin
+    );
+    assert_eq!(
+        client.permission(&repo, "stranger").await.unwrap(),
+        Permission::None
+    );
+    client
+        .react_eyes(&repo, ReactionTarget::Issue(1))
+        .await
+        .unwrap();
+    let status = client
+        .create_comment(&repo, 1, "- [ ] working")
+        .await
+        .unwrap();
+    client
+        .edit_comment(&repo, status.id, "- [x] working")
+        .await
+        .unwrap();
+
+    let new = NewPullRequest {
+        title: "Fix the README",
+        body: "Closes #1",
+        head: "forgehand/1-fix",
+        base: "main",
+    };
+    let pr = client.open_pull_request(&repo, &new).await.unwrap();
+    let again = client
+        .open_pull_request(
+            &repo,
+            &NewPullRequest {
+                body: "Closes #1\n\nUpdated.",
+                ..new.clone()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again.number, pr.number,
+        "the open pull request is updated, not duplicated"
+    );
+    client
+        .request_review(&repo, pr.number, &["maintainer"])
+        .await
+        .unwrap();
+
+    github.with(|s| {
+        s.add_review(
+            "acme/demo",
+            pr.number,
+            "maintainer",
+            "CHANGES_REQUESTED",
+            "Almost.",
+            &[("README.md", 3, "Use cargo install.")],
+        );
+    });
+    let reviews = client.reviews(&repo, pr.number).await.unwrap();
+    assert_eq!(reviews[0].state, ReviewState::ChangesRequested);
+    let threads = client.review_comments(&repo, pr.number).await.unwrap();
+    assert_eq!(
+        (threads[0].path.as_str(), threads[0].line),
+        ("README.md", Some(3))
+    );
+    client
+        .reply_to_review_comment(&repo, pr.number, &threads[0], "Done in 0a1b2c3.")
+        .await
+        .unwrap();
+    client
+        .set_status(
+            &repo,
+            "0123456789abcdef0123456789abcdef01234567",
+            &CommitStatus {
+                state: StatusState::Pending,
+                context: "forgehand",
+                description: "working",
+                target_url: None,
+            },
+        )
+        .await
+        .unwrap();
+
+    github.with(|s| {
+        assert_eq!(s.reactions[0].3, "eyes");
+        assert_eq!(
+            s.comments.iter().filter(|c| c.user == "forgehand").count(),
+            1
+        );
+        assert_eq!(s.issues.iter().filter(|i| i.pull.is_some()).count(), 1);
+        assert_eq!(s.issues[1].body, "Closes #1\n\nUpdated.");
+        let reply = s.review_comments.last().unwrap();
+        assert_eq!(
+            (reply.in_reply_to, reply.body.as_str()),
+            (Some(threads[0].id), "Done in 0a1b2c3.")
+        );
+        assert_eq!(s.statuses[0].2, "pending");
+    });
+    assert_eq!(github.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_come_with_their_kind() {
+    let github = fake().await;
+    let client = GitHubClient::new(
+        &github.base_url,
+        GitHubAuth::Token(SecretString::from(TOKEN)),
+    )
+    .unwrap();
+    let repo = repo();
+    assert!(matches!(
+        client.issue(&repo, 99).await,
+        Err(ForgeError::NotFound(_))
+    ));
+    github.with(|s| s.faults.push_back((429, Some(30))));
+    match client.issue(&repo, 1).await {
+        Err(ForgeError::RateLimited { retry_after }) => assert_eq!(retry_after.as_secs(), 30),
+        other => panic!("{other:?}"),
+    }
+    let stranger = GitHubClient::new(
+        &github.base_url,
+        GitHubAuth::Token(SecretString::from("ghp_wrong")),
+    )
+    .unwrap();
+    let error = stranger.issue(&repo, 1).await.unwrap_err();
+    assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
+    assert!(!error.to_string().contains("ghp_wrong"));
+    assert_eq!(github.violations(), Vec::<String>::new());
+}
+
+/// An RSA key pair made with the openssl command: (private PEM, public PEM).
+fn key_pair(dir: &Path, name: &str) -> (String, String) {
+    let private = dir.join(format!("{name}.pem"));
+    let public = dir.join(format!("{name}.pub.pem"));
+    let ok = Command::new("openssl")
+        .args(["genrsa", "-out"])
+        .arg(&private)
+        .arg("2048")
+        .output()
+        .expect("the openssl command (Debian package openssl; tests/run.sh installs it)")
+        .status
+        .success();
+    assert!(ok, "openssl genrsa failed");
+    let ok = Command::new("openssl")
+        .args(["rsa", "-pubout", "-in"])
+        .arg(&private)
+        .arg("-out")
+        .arg(&public)
+        .output()
+        .unwrap()
+        .status
+        .success();
+    assert!(ok, "openssl rsa -pubout failed");
+    (
+        std::fs::read_to_string(private).unwrap(),
+        std::fs::read_to_string(public).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (private, public) = key_pair(dir.path(), "app");
+    let github = fake().await;
+    github.with(|s| {
+        s.apps.push((4242, public));
+        s.installations.insert("acme/demo".into(), 77);
+        s.permissions.insert(
+            ("acme/demo".into(), "forgehand[bot]".into()),
+            "write".into(),
+        );
+    });
+    let app = || GitHubAuth::App {
+        app_id: 4242,
+        private_key: SecretString::from(private.clone()),
+    };
+    let client = std::sync::Arc::new(GitHubClient::new(&github.base_url, app()).unwrap());
+    let repo = repo();
+    let jobs: Vec<_> = (0..8)
+        .map(|_| {
+            let (client, repo) = (client.clone(), repo.clone());
+            tokio::spawn(async move { client.issue(&repo, 1).await })
+        })
+        .collect();
+    for job in jobs {
+        assert_eq!(job.await.unwrap().unwrap().number, 1);
+    }
+    client.create_comment(&repo, 1, "on it").await.unwrap();
+    github.with(|s| {
+        assert_eq!(s.issued_tokens, [77], "one token for eight jobs at once");
+        assert_eq!(s.comments.last().unwrap().user, "forgehand[bot]");
+    });
+
+    // A token close to expiry is renewed before use.
+    github.with(|s| s.token_ttl_secs = Some(60));
+    let short = GitHubClient::new(&github.base_url, app()).unwrap();
+    short.issue(&repo, 1).await.unwrap();
+    short.issue(&repo, 1).await.unwrap();
+    github.with(|s| {
+        assert_eq!(
+            s.issued_tokens.len(),
+            3,
+            "a token with a minute left is not used"
+        )
+    });
+
+    // A JWT signed with another key is refused.
+    let (other_private, _) = key_pair(dir.path(), "other");
+    let impostor = GitHubClient::new(
+        &github.base_url,
+        GitHubAuth::App {
+            app_id: 4242,
+            private_key: SecretString::from(other_private),
+        },
+    )
+    .unwrap();
+    let error = impostor.issue(&repo, 1).await.unwrap_err();
+    assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
+    assert_eq!(github.violations(), Vec::<String>::new());
+}
