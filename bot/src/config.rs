@@ -9,10 +9,12 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod forges;
 mod git;
 mod model;
 mod sandbox;
 
+pub use forges::{GitHubConfig, GiteaConfig};
 pub use git::GitConfig;
 pub use model::{AgentConfig, ModelConfig, Price};
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
@@ -26,8 +28,8 @@ const ENV_PREFIX: &str = "FORGEHAND_";
 pub struct Config {
     pub server: ServerConfig,
     pub database: DatabaseConfig,
-    pub github: ForgeSecrets,
-    pub gitea: ForgeSecrets,
+    pub github: GitHubConfig,
+    pub gitea: GiteaConfig,
     pub api: ApiConfig,
     pub bot: BotConfig,
     pub queue: QueueConfig,
@@ -63,15 +65,6 @@ pub struct DatabaseConfig {
     /// audit and replay. Off by default: the jobs carry what the work
     /// needs, and bodies are most of what intake writes to disk.
     pub keep_payloads: bool,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ForgeSecrets {
-    /// Webhook secrets; any one of them verifies a delivery, so a new
-    /// secret can be added before the old one is removed.
-    #[serde(deserialize_with = "secret_list", serialize_with = "redact_list")]
-    pub webhook_secret: Vec<SecretString>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -294,16 +287,8 @@ impl Config {
         self.git.problems(&mut problems);
         self.model.problems(&mut problems);
         self.agent.problems(&mut problems);
-        for (key, secrets) in [("github", &self.github), ("gitea", &self.gitea)] {
-            use secrecy::ExposeSecret;
-            if secrets
-                .webhook_secret
-                .iter()
-                .any(|s| s.expose_secret().trim().is_empty())
-            {
-                problems.push(format!("{key}.webhook_secret: contains an empty secret"));
-            }
-        }
+        self.github.problems(&mut problems);
+        self.gitea.problems(&mut problems);
         if problems.is_empty() {
             Ok(())
         } else {

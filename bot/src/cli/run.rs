@@ -319,6 +319,14 @@ fn host_secrets(
     if let Some(token) = &config.api.token {
         out.push(("api.token".to_owned(), token.clone()));
     }
+    for (name, token) in [
+        ("github.token", &config.github.token),
+        ("gitea.token", &config.gitea.token),
+    ] {
+        if let Some(token) = token {
+            out.push((name.to_owned(), token.clone()));
+        }
+    }
     for (name, list) in [
         ("github.webhook_secret", &config.github.webhook_secret),
         ("gitea.webhook_secret", &config.gitea.webhook_secret),

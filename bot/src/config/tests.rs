@@ -244,3 +244,55 @@ fn git_keys_have_defaults_and_errors_name_the_key() {
         .to_string();
     assert!(err.contains("must contain {number}"), "{err}");
 }
+
+// octocrab's client starts a background task: it needs a runtime.
+#[tokio::test]
+async fn forge_api_keys_point_forgehand_at_any_server() {
+    let c = Config::load_from(None, env(&[])).unwrap();
+    assert_eq!(c.github.api_url, "https://api.github.com");
+    assert!(
+        c.github.client().is_none() && c.gitea.client().is_none(),
+        "no credentials, no client"
+    );
+
+    let c = Config::load_from(
+        None,
+        env(&[
+            (
+                "FORGEHAND_GITHUB__API_URL",
+                "https://ghe.example.com/api/v3",
+            ),
+            ("FORGEHAND_GITHUB__TOKEN", "ghp_not-a-real-token-000"),
+            ("FORGEHAND_GITEA__BASE_URL", "https://gitea.example.com"),
+            ("FORGEHAND_GITEA__TOKEN", "gitea-not-real-000"),
+        ]),
+    )
+    .unwrap();
+    assert!(c.github.client().unwrap().is_ok());
+    assert!(c.gitea.client().unwrap().is_ok());
+    let shown = c.to_redacted_toml();
+    assert!(
+        !shown.contains("ghp_not-a-real") && !shown.contains("gitea-not-real"),
+        "{shown}"
+    );
+
+    let f = file("[github]\napp_id = 12\ntoken = \"x\"\n[gitea]\nbase_url = \"https://gitea.example.com/api/v1\"\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    for expected in [
+        "github.private_key_path: a GitHub App needs both",
+        "github.token: set either a token or a GitHub App",
+        "gitea.base_url: `https://gitea.example.com/api/v1` is the API",
+        "gitea.token: the Gitea API needs both",
+    ] {
+        assert!(err.contains(expected), "{expected} in {err}");
+    }
+    let f = file("[github]\napp_id = 12\nprivate_key_path = \"/nonexistent/key.pem\"\n");
+    let c = Config::load_from(Some(f.path()), env(&[])).unwrap();
+    let error = c.github.client().unwrap().err().unwrap().to_string();
+    assert!(
+        error.contains("github.private_key_path: cannot read /nonexistent/key.pem"),
+        "{error}"
+    );
+}
