@@ -83,6 +83,9 @@ pub struct BotConfig {
     pub username: String,
     /// The label that asks Forgehand to work on an issue.
     pub label: String,
+    /// Record and log jobs without acting on any forge (trying out the
+    /// intake, testing the queue).
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -141,6 +144,7 @@ impl Default for BotConfig {
         BotConfig {
             username: "forgehand".into(),
             label: "forgehand".into(),
+            dry_run: false,
         }
     }
 }

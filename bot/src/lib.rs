@@ -8,6 +8,7 @@ pub mod command;
 pub mod config;
 pub mod job;
 pub mod model;
+pub mod pipeline;
 pub mod queue;
 pub mod sandboxes;
 pub mod server;

@@ -1,13 +1,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use forgehand_bot::cli::run::{self, RunArgs};
 use forgehand_bot::cli::{doctor, sandbox_exec, SandboxExecArgs};
 use forgehand_bot::config::{Config, CONFIG_PATH_VAR};
 use forgehand_bot::model::Provider;
-use forgehand_bot::queue::LoggingHandler;
 use forgehand_bot::{service, telemetry};
 use forgehand_sandbox::BackendChoice;
 
@@ -184,11 +182,10 @@ fn main() -> ExitCode {
         Command::Serve => {
             telemetry::init(&config.log);
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-            let served = runtime.block_on(service::serve(
-                config,
-                Arc::new(LoggingHandler),
-                service::shutdown_signal(),
-            ));
+            let served = runtime.block_on(async {
+                let handler = service::job_handler(&config).await?;
+                service::serve(config, handler, service::shutdown_signal()).await
+            });
             match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {

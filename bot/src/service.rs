@@ -118,3 +118,37 @@ pub async fn shutdown_signal() {
     }
     info!("shutdown requested");
 }
+
+/// What runs the jobs of `forgehand serve`: the pipeline, on the sandbox
+/// backend this node settles on, with the forges configured. An
+/// intake-only node (`queue.workers = 0`) runs none.
+pub async fn job_handler(config: &Config) -> anyhow::Result<Arc<dyn JobHandler>> {
+    if config.queue.workers == 0 || config.bot.dry_run {
+        return Ok(Arc::new(crate::queue::LoggingHandler));
+    }
+    let status = sandboxes::prepare(&config.sandbox)
+        .await
+        .context("no sandbox for the agent's tools (see `forgehand doctor`)")?;
+    let github: Option<Arc<dyn forgehand_forge::api::ForgeApi>> = match config.github.client() {
+        Some(client) => Some(Arc::new(client.context("github")?)),
+        None => None,
+    };
+    let gitea: Option<Arc<dyn forgehand_forge::api::ForgeApi>> = match config.gitea.client() {
+        Some(client) => Some(Arc::new(client.context("gitea")?)),
+        None => None,
+    };
+    if github.is_none() && gitea.is_none() {
+        warn!("no forge API is configured (github.token or github.app_id, gitea.base_url + gitea.token): jobs will fail saying so");
+    }
+    let isolation = match &status.warning {
+        Some(_) => format!("{} sandbox, shared kernel", status.backend.name()),
+        None => format!("{} sandbox", status.backend.name()),
+    };
+    Ok(Arc::new(crate::pipeline::Pipeline::new(
+        config.clone(),
+        github,
+        gitea,
+        status.backend,
+        isolation,
+    )))
+}

@@ -39,6 +39,8 @@ fn start(dir: &Path, workers: usize) -> Server {
         .env("FORGEHAND_GITHUB__WEBHOOK_SECRET", SECRET)
         .env("FORGEHAND_API__TOKEN", TOKEN)
         .env("FORGEHAND_QUEUE__WORKERS", workers.to_string())
+        // The queue's durability is under test here, not the pipeline.
+        .env("FORGEHAND_BOT__DRY_RUN", "true")
         .env("FORGEHAND_QUEUE__POLL_INTERVAL_MS", "50")
         .env("FORGEHAND_LOG__LEVEL", "warn")
         .current_dir(dir)

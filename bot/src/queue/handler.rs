@@ -39,9 +39,8 @@ pub trait JobHandler: Send + Sync + 'static {
     ) -> Result<serde_json::Value, JobError>;
 }
 
-/// The handler `forgehand serve` runs until the pipeline (working copy,
-/// sandbox, agent, pull request) exists: it records that the job was
-/// taken and what it asked for, and does nothing on the forge.
+/// The handler of `bot.dry_run` and of intake-only nodes: it records that
+/// the job was taken and what it asked for, and does nothing on the forge.
 pub struct LoggingHandler;
 
 #[async_trait]
@@ -51,10 +50,10 @@ impl JobHandler for LoggingHandler {
         job: &ClaimedJob,
         _cancel: CancellationToken,
     ) -> Result<serde_json::Value, JobError> {
-        info!(job = ?job.job, "no pipeline is built yet; recording the job as handled");
+        info!(job = ?job.job, "dry run: recording the job as handled");
         Ok(serde_json::json!({
-            "handled_by": "logging",
-            "note": "no pipeline yet: the job was recorded and logged, nothing was done on the forge",
+            "handled_by": "dry_run",
+            "note": "bot.dry_run: the job was recorded and logged, nothing was done on the forge",
         }))
     }
 }

@@ -363,6 +363,11 @@ impl ForgeApi for GiteaClient {
         .map(drop)
     }
 
+    async fn git_credentials(&self, _repo: &RepoRef) -> Result<(String, SecretString), ForgeError> {
+        // Gitea takes a token as the password whatever the user name.
+        Ok(("forgehand".into(), self.token.clone()))
+    }
+
     async fn set_status(
         &self,
         repo: &RepoRef,

@@ -34,6 +34,7 @@ const RENEW_BEFORE: Duration = Duration::from_secs(5 * 60);
 
 struct Installation {
     client: Octocrab,
+    token: SecretString,
     expires: SystemTime,
 }
 
@@ -43,7 +44,7 @@ pub struct GitHubClient {
 }
 
 enum Mode {
-    Token(Octocrab),
+    Token(Octocrab, SecretString),
     App {
         app: Octocrab,
         /// `owner/name` → installation id.
@@ -70,6 +71,7 @@ impl GitHubClient {
                     .personal_token(token.expose_secret().to_owned())
                     .build()
                     .map_err(other)?,
+                token,
             ),
             GitHubAuth::App {
                 app_id,
@@ -94,8 +96,13 @@ impl GitHubClient {
 
     /// The client that acts on `repo`.
     async fn client(&self, repo: &RepoRef) -> Result<Octocrab, ForgeError> {
+        Ok(self.installation(repo).await?.0)
+    }
+
+    /// The client for `repo` and the token it uses.
+    async fn installation(&self, repo: &RepoRef) -> Result<(Octocrab, SecretString), ForgeError> {
         let (app, installations, tokens) = match &self.mode {
-            Mode::Token(client) => return Ok(client.clone()),
+            Mode::Token(client, token) => return Ok((client.clone(), token.clone())),
             Mode::App {
                 app,
                 installations,
@@ -130,7 +137,7 @@ impl GitHubClient {
                 .duration_since(SystemTime::now())
                 .unwrap_or_default();
             if left > RENEW_BEFORE {
-                return Ok(installation.client.clone());
+                return Ok((installation.client.clone(), installation.token.clone()));
             }
         }
         let v = send(
@@ -153,14 +160,16 @@ impl GitHubClient {
             .personal_token(token.to_owned())
             .build()
             .map_err(other)?;
+        let token = SecretString::from(token.to_owned());
         cache.insert(
             id,
             Arc::new(Installation {
                 client: client.clone(),
+                token: token.clone(),
                 expires,
             }),
         );
-        Ok(client)
+        Ok((client, token))
     }
 
     async fn call(
@@ -516,6 +525,11 @@ impl ForgeApi for GitHubClient {
         )
         .await
         .map(drop)
+    }
+
+    async fn git_credentials(&self, repo: &RepoRef) -> Result<(String, SecretString), ForgeError> {
+        let (_, token) = self.installation(repo).await?;
+        Ok(("x-access-token".into(), token))
     }
 
     async fn set_status(

@@ -8,6 +8,7 @@ pub mod github;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use secrecy::SecretString;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoRef {
@@ -203,6 +204,9 @@ pub trait ForgeApi: Send + Sync {
         sha: &str,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError>;
+    /// The user name and token host-side git uses over HTTPS for `repo`
+    /// (for a GitHub App, an installation token).
+    async fn git_credentials(&self, repo: &RepoRef) -> Result<(String, SecretString), ForgeError>;
 }
 
 /// The error kind for an HTTP answer.

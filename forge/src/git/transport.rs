@@ -13,6 +13,7 @@ use git2::{
 use secrecy::{ExposeSecret, SecretString};
 
 /// How the host authenticates to a git server.
+#[derive(Clone)]
 pub enum Credentials {
     /// HTTPS basic auth: a GitHub App installation token (user
     /// `x-access-token`), a personal token, a Gitea token.

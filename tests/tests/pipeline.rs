@@ -1,0 +1,340 @@
+//! The job pipeline end to end, as `forgehand serve` runs it: a labeled
+//! issue on the fake GitHub, the repository served over smart HTTP, the
+//! scripted model, the namespace sandbox. A pull request appears; the
+//! status comment ends with its link; a sender without write access gets
+//! one polite reply; a failing model ends in a reason code, never in
+//! "working".
+
+use std::path::{Path, PathBuf};
+
+use forgehand_bot::config::Config;
+use forgehand_bot::job::{Job, Task};
+use forgehand_bot::queue::JobError;
+use forgehand_bot::store::ClaimedJob;
+use forgehand_forge::git::transport::{self, Credentials};
+use forgehand_forge::{ForgeKind, Repo};
+use forgehand_tests::fake_forge::{FakeForge, Kind};
+use forgehand_tests::git_http::GitHttpServer;
+use forgehand_tests::model_server::{ModelServer, Step};
+use secrecy::SecretString;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const TOKEN: &str = "ghp_pipelinefakefakefakefakefake012345";
+
+struct World {
+    dir: tempfile::TempDir,
+    github: FakeForge,
+    _git: GitHttpServer,
+    clone_url: String,
+    model: ModelServer,
+}
+
+fn rootfs() -> PathBuf {
+    let path = std::env::var_os("FORGEHAND_TEST_ROOTFS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/forgehand/rootfs"));
+    assert!(
+        path.join("bin/sh").exists(),
+        "no guest rootfs at {} (build it: images/build-rootfs; tests/run.sh does)",
+        path.display()
+    );
+    path
+}
+
+fn credentials() -> Credentials {
+    Credentials::Token {
+        username: "x-access-token".into(),
+        token: SecretString::from(TOKEN),
+    }
+}
+
+/// Pushes a small project (a shell "library" with a bug, and its test) to
+/// `main` of the served repository.
+fn seed(url: &str, dir: &Path) {
+    let repo = git2::Repository::init(dir).unwrap();
+    std::fs::write(dir.join("calc.sh"), "add() {\n  echo $(($1 - $2))\n}\n").unwrap();
+    std::fs::write(
+        dir.join("test.sh"),
+        ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo 'ok: add' || { echo FAIL; exit 1; }\n",
+    )
+    .unwrap();
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Maintainer", "m@example.invalid").unwrap();
+    repo.commit(Some("refs/heads/main"), &sig, &sig, "start", &tree, &[])
+        .unwrap();
+    transport::push(
+        &repo,
+        url,
+        &["refs/heads/main:refs/heads/main"],
+        &credentials(),
+    )
+    .unwrap();
+}
+
+async fn world(script: Vec<Step>) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let served = dir.path().join("served");
+    git2::Repository::init_opts(
+        served.join("demo.git"),
+        git2::RepositoryInitOptions::new()
+            .bare(true)
+            .initial_head("main"),
+    )
+    .unwrap();
+    let git = GitHttpServer::start(&served, "x-access-token", TOKEN)
+        .await
+        .unwrap();
+    let clone_url = format!("{}/demo.git", git.base_url);
+    {
+        let (url, seed_dir) = (clone_url.clone(), dir.path().join("seed"));
+        tokio::task::spawn_blocking(move || seed(&url, &seed_dir))
+            .await
+            .unwrap();
+    }
+    let github = FakeForge::start(Kind::GitHub).await.unwrap();
+    github.with(|s| {
+        s.tokens.insert(TOKEN.into(), "forgehand".into());
+        s.permissions
+            .insert(("acme/demo".into(), "maintainer".into()), "write".into());
+        s.add_issue("acme/demo", "maintainer", "Fix add", "add() subtracts.");
+    });
+    let model = ModelServer::start(script).await.unwrap();
+    World {
+        dir,
+        github,
+        _git: git,
+        clone_url,
+        model,
+    }
+}
+
+impl World {
+    fn config(&self) -> Config {
+        let d = self.dir.path();
+        let env = [
+            ("FORGEHAND_GITHUB__API_URL", self.github.base_url.clone()),
+            ("FORGEHAND_GITHUB__TOKEN", TOKEN.into()),
+            ("FORGEHAND_MODEL__PROVIDER", "openai".into()),
+            ("FORGEHAND_MODEL__BASE_URL", self.model.url_for("openai")),
+            ("FORGEHAND_MODEL__NAME", "scripted-model".into()),
+            ("FORGEHAND_MODEL__RETRY_BASE_MS", "20".into()),
+            ("FORGEHAND_MODEL__MAX_RETRIES", "1".into()),
+            ("FORGEHAND_SANDBOX__BACKEND", "namespace".into()),
+            ("FORGEHAND_SANDBOX__ROOTFS", rootfs().display().to_string()),
+            (
+                "FORGEHAND_GIT__MIRROR_DIR",
+                d.join("mirrors").display().to_string(),
+            ),
+            (
+                "FORGEHAND_GIT__WORK_DIR",
+                d.join("jobs").display().to_string(),
+            ),
+            (
+                "FORGEHAND_AGENT__TRANSCRIPT_DIR",
+                d.join("transcripts").display().to_string(),
+            ),
+        ];
+        Config::load_from(
+            Some(&self.write_empty_config()),
+            env.iter().map(|(k, v)| (k.to_string(), v.clone())),
+        )
+        .unwrap()
+    }
+
+    fn write_empty_config(&self) -> PathBuf {
+        let path = self.dir.path().join("forgehand.toml");
+        std::fs::write(&path, "").unwrap();
+        path
+    }
+
+    fn labeled_by(&self, sender: &str) -> ClaimedJob {
+        ClaimedJob {
+            id: 1,
+            run: 1,
+            attempt: 1,
+            max_attempts: 3,
+            job: Job {
+                forge: ForgeKind::Github,
+                repo: Repo {
+                    owner: "acme".into(),
+                    name: "demo".into(),
+                    clone_url: Some(self.clone_url.clone()),
+                    default_branch: Some("main".into()),
+                    private: false,
+                },
+                target: 1,
+                on_pull_request: false,
+                requested_by: sender.into(),
+                task: Task::Labeled {
+                    label: "forgehand".into(),
+                },
+            },
+        }
+    }
+
+    async fn run(&self, job: &ClaimedJob) -> Result<serde_json::Value, JobError> {
+        let handler = forgehand_bot::service::job_handler(&self.config())
+            .await
+            .unwrap();
+        handler.run(job, CancellationToken::new()).await
+    }
+
+    /// The file at `path` on `branch` of the served repository.
+    async fn file_on(&self, branch: &str, path: &str) -> String {
+        let (url, into) = (self.clone_url.clone(), self.dir.path().join("check.git"));
+        let (branch, path) = (branch.to_owned(), path.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let _ = std::fs::remove_dir_all(&into);
+            let repo = transport::clone_bare(&into, &url, &credentials()).unwrap();
+            let tree = repo
+                .find_reference(&format!("refs/heads/{branch}"))
+                .unwrap()
+                .peel_to_tree()
+                .unwrap();
+            let blob = tree
+                .get_path(Path::new(&path))
+                .unwrap()
+                .to_object(&repo)
+                .unwrap()
+                .peel_to_blob()
+                .unwrap();
+            String::from_utf8(blob.content().to_vec()).unwrap()
+        })
+        .await
+        .unwrap()
+    }
+}
+
+fn good_script() -> Vec<Step> {
+    vec![
+        Step::call("read_file", json!({"path": "calc.sh"})),
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+        ),
+        Step::call("bash", json!({"command": "sh test.sh"})),
+        Step::finish(
+            "`add` subtracted; now it adds, and `sh test.sh` passes.",
+            "Fix add in calc.sh",
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_labeled_issue_becomes_a_pull_request() {
+    let w = world(good_script()).await;
+    let result = w.run(&w.labeled_by("maintainer")).await.unwrap();
+    assert_eq!(result["outcome"], "succeeded", "{result}");
+    assert_eq!(result["pull_request"], 2);
+
+    let (status, pr, reactions) = w.github.with(|s| {
+        let status = s
+            .comments
+            .iter()
+            .find(|c| c.user == "forgehand")
+            .unwrap()
+            .body
+            .clone();
+        let pr = s.issues.iter().find(|i| i.pull.is_some()).unwrap().clone();
+        (status, pr, s.reactions.clone())
+    });
+    assert_eq!(
+        status,
+        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n"
+    );
+    assert_eq!(
+        reactions,
+        [(
+            "acme/demo".into(),
+            "issue:1".into(),
+            "forgehand".into(),
+            "eyes".into()
+        )]
+    );
+    assert_eq!(pr.title, "Fix add in calc.sh");
+    let (head, base) = pr.pull.clone().unwrap();
+    assert_eq!(
+        (head.as_str(), base.as_str()),
+        ("forgehand/1-fix-add", "main")
+    );
+    assert!(
+        pr.body
+            .starts_with("`add` subtracted; now it adds, and `sh test.sh` passes.\n\nCloses #1\n"),
+        "{}",
+        pr.body
+    );
+    assert!(
+        pr.body.contains("- `calc.sh`") && pr.body.contains("4 turns"),
+        "{}",
+        pr.body
+    );
+    assert!(
+        pr.body.contains("namespace sandbox, shared kernel"),
+        "{}",
+        pr.body
+    );
+    assert_eq!(
+        w.file_on(&head, "calc.sh").await,
+        "add() {\n  echo $(($1 + $2))\n}\n"
+    );
+    assert_eq!(
+        w.file_on("main", "calc.sh").await,
+        "add() {\n  echo $(($1 - $2))\n}\n"
+    );
+    assert_eq!(w.github.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sender_without_write_access_gets_one_polite_reply() {
+    let w = world(good_script()).await;
+    let result = w.run(&w.labeled_by("drive-by")).await.unwrap();
+    assert_eq!(result["reason"], "denied", "{result}");
+    w.github.with(|s| {
+        let replies: Vec<&str> = s
+            .comments
+            .iter()
+            .filter(|c| c.user == "forgehand")
+            .map(|c| c.body.as_str())
+            .collect();
+        assert_eq!(replies.len(), 1);
+        assert!(
+            replies[0].starts_with("@drive-by thanks for asking!"),
+            "{}",
+            replies[0]
+        );
+        assert!(s.reactions.is_empty() && s.issues.iter().all(|i| i.pull.is_none()));
+    });
+    assert!(w.model.requests().is_empty(), "the model was never asked");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_model_ends_with_a_reason_code_not_working() {
+    let w = world(vec![]).await;
+    w.model.then_always(Step::Fail {
+        status: 500,
+        retry_after: None,
+    });
+    let error = w.run(&w.labeled_by("maintainer")).await.unwrap_err();
+    assert!(
+        matches!(&error, JobError::Permanent(e) if e.starts_with("model_error:")),
+        "{error:?}"
+    );
+    let status = w.github.with(|s| {
+        s.comments
+            .iter()
+            .find(|c| c.user == "forgehand")
+            .unwrap()
+            .body
+            .clone()
+    });
+    assert!(
+        status.starts_with("❌ Stopped: `model_error`. the model server kept failing"),
+        "{status}"
+    );
+    assert_eq!(w.github.violations(), Vec::<String>::new());
+}
