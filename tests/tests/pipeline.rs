@@ -23,7 +23,9 @@ use tokio_util::sync::CancellationToken;
 const TOKEN: &str = "ghp_pipelinefakefakefakefakefake012345";
 
 struct World {
+    kind: Kind,
     dir: tempfile::TempDir,
+    /// The fake forge: GitHub or Gitea.
     github: FakeForge,
     _git: GitHttpServer,
     clone_url: String,
@@ -42,16 +44,24 @@ fn rootfs() -> PathBuf {
     path
 }
 
-fn credentials() -> Credentials {
+/// The user name each forge's client gives git over HTTPS.
+fn git_user(kind: Kind) -> &'static str {
+    match kind {
+        Kind::GitHub => "x-access-token",
+        Kind::Gitea => "forgehand",
+    }
+}
+
+fn credentials(kind: Kind) -> Credentials {
     Credentials::Token {
-        username: "x-access-token".into(),
+        username: git_user(kind).into(),
         token: SecretString::from(TOKEN),
     }
 }
 
 /// Pushes a small project (a shell "library" with a bug, and its test) to
 /// `main` of the served repository.
-fn seed(url: &str, dir: &Path) {
+fn seed(kind: Kind, url: &str, dir: &Path) {
     let repo = git2::Repository::init(dir).unwrap();
     std::fs::write(dir.join("calc.sh"), "add() {\n  echo $(($1 - $2))\n}\n").unwrap();
     std::fs::write(
@@ -71,12 +81,16 @@ fn seed(url: &str, dir: &Path) {
         &repo,
         url,
         &["refs/heads/main:refs/heads/main"],
-        &credentials(),
+        &credentials(kind),
     )
     .unwrap();
 }
 
 async fn world(script: Vec<Step>) -> World {
+    world_on(Kind::GitHub, script).await
+}
+
+async fn world_on(kind: Kind, script: Vec<Step>) -> World {
     let dir = tempfile::tempdir().unwrap();
     let served = dir.path().join("served");
     git2::Repository::init_opts(
@@ -86,17 +100,17 @@ async fn world(script: Vec<Step>) -> World {
             .initial_head("main"),
     )
     .unwrap();
-    let git = GitHttpServer::start(&served, "x-access-token", TOKEN)
+    let git = GitHttpServer::start(&served, git_user(kind), TOKEN)
         .await
         .unwrap();
     let clone_url = format!("{}/demo.git", git.base_url);
     {
         let (url, seed_dir) = (clone_url.clone(), dir.path().join("seed"));
-        tokio::task::spawn_blocking(move || seed(&url, &seed_dir))
+        tokio::task::spawn_blocking(move || seed(kind, &url, &seed_dir))
             .await
             .unwrap();
     }
-    let github = FakeForge::start(Kind::GitHub).await.unwrap();
+    let github = FakeForge::start(kind).await.unwrap();
     github.with(|s| {
         s.tokens.insert(TOKEN.into(), "forgehand".into());
         s.permissions
@@ -105,6 +119,7 @@ async fn world(script: Vec<Step>) -> World {
     });
     let model = ModelServer::start(script).await.unwrap();
     World {
+        kind,
         dir,
         github,
         _git: git,
@@ -116,9 +131,17 @@ async fn world(script: Vec<Step>) -> World {
 impl World {
     fn config(&self) -> Config {
         let d = self.dir.path();
+        let forge = match self.kind {
+            Kind::GitHub => [
+                ("FORGEHAND_GITHUB__API_URL", self.github.base_url.clone()),
+                ("FORGEHAND_GITHUB__TOKEN", TOKEN.into()),
+            ],
+            Kind::Gitea => [
+                ("FORGEHAND_GITEA__BASE_URL", self.github.base_url.clone()),
+                ("FORGEHAND_GITEA__TOKEN", TOKEN.into()),
+            ],
+        };
         let env = [
-            ("FORGEHAND_GITHUB__API_URL", self.github.base_url.clone()),
-            ("FORGEHAND_GITHUB__TOKEN", TOKEN.into()),
             ("FORGEHAND_MODEL__PROVIDER", "openai".into()),
             ("FORGEHAND_MODEL__BASE_URL", self.model.url_for("openai")),
             ("FORGEHAND_MODEL__NAME", "scripted-model".into()),
@@ -141,7 +164,10 @@ impl World {
         ];
         Config::load_from(
             Some(&self.write_empty_config()),
-            env.iter().map(|(k, v)| (k.to_string(), v.clone())),
+            forge
+                .iter()
+                .chain(&env)
+                .map(|(k, v)| (k.to_string(), v.clone())),
         )
         .unwrap()
     }
@@ -159,7 +185,10 @@ impl World {
             attempt: 1,
             max_attempts: 3,
             job: Job {
-                forge: ForgeKind::Github,
+                forge: match self.kind {
+                    Kind::GitHub => ForgeKind::Github,
+                    Kind::Gitea => ForgeKind::Gitea,
+                },
                 repo: Repo {
                     owner: "acme".into(),
                     name: "demo".into(),
@@ -187,10 +216,10 @@ impl World {
     /// The file at `path` on `branch` of the served repository.
     async fn file_on(&self, branch: &str, path: &str) -> String {
         let (url, into) = (self.clone_url.clone(), self.dir.path().join("check.git"));
-        let (branch, path) = (branch.to_owned(), path.to_owned());
+        let (branch, path, kind) = (branch.to_owned(), path.to_owned(), self.kind);
         tokio::task::spawn_blocking(move || {
             let _ = std::fs::remove_dir_all(&into);
-            let repo = transport::clone_bare(&into, &url, &credentials()).unwrap();
+            let repo = transport::clone_bare(&into, &url, &credentials(kind)).unwrap();
             let tree = repo
                 .find_reference(&format!("refs/heads/{branch}"))
                 .unwrap()
@@ -231,6 +260,23 @@ async fn a_labeled_issue_becomes_a_pull_request() {
     let result = w.run(&w.labeled_by("maintainer")).await.unwrap();
     assert_eq!(result["outcome"], "succeeded", "{result}");
     assert_eq!(result["pull_request"], 2);
+    let steps: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "authorized",
+            "working copy",
+            "agent",
+            "gate, commit and push",
+            "pull request"
+        ],
+        "each step with its time: {result}"
+    );
 
     let (status, pr, reactions) = w.github.with(|s| {
         let status = s
@@ -335,6 +381,37 @@ async fn a_failing_model_ends_with_a_reason_code_not_working() {
     assert!(
         status.starts_with("❌ Stopped: `model_error`. the model server kept failing"),
         "{status}"
+    );
+    assert_eq!(w.github.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_labeled_gitea_issue_becomes_a_pull_request_too() {
+    let w = world_on(Kind::Gitea, good_script()).await;
+    let result = w.run(&w.labeled_by("maintainer")).await.unwrap();
+    assert_eq!(result["outcome"], "succeeded", "{result}");
+    let (status, pr) = w.github.with(|s| {
+        let status = s
+            .comments
+            .iter()
+            .find(|c| c.user == "forgehand")
+            .unwrap()
+            .body
+            .clone();
+        (
+            status,
+            s.issues.iter().find(|i| i.pull.is_some()).unwrap().clone(),
+        )
+    });
+    assert_eq!(
+        status,
+        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n"
+    );
+    assert!(pr.body.contains("Closes #1"), "{}", pr.body);
+    let (head, _) = pr.pull.unwrap();
+    assert_eq!(
+        w.file_on(&head, "calc.sh").await,
+        "add() {\n  echo $(($1 + $2))\n}\n"
     );
     assert_eq!(w.github.violations(), Vec::<String>::new());
 }

@@ -181,14 +181,19 @@ impl JobHandler for Pipeline {
             .map_err(forge_err)?;
 
         let started = Instant::now();
-        match self.work_on_issue(claimed, &*api, &repo, status.id).await {
+        let mut steps = Steps::new();
+        steps.done("authorized");
+        match self
+            .work_on_issue(claimed, &*api, &repo, status.id, &mut steps)
+            .await
+        {
             Ok((number, url)) => {
                 api.edit_comment(&repo, status.id, &status::done(&url, number, false))
                     .await
                     .map_err(forge_err)?;
                 Ok(
                     json!({"outcome": "succeeded", "pull_request": number, "url": url,
-                          "seconds": started.elapsed().as_secs()}),
+                          "seconds": started.elapsed().as_secs(), "steps": steps.list}),
                 )
             }
             Err(failure) => {
@@ -218,6 +223,7 @@ impl Pipeline {
         api: &dyn ForgeApi,
         repo: &RepoRef,
         status_id: u64,
+        steps: &mut Steps,
     ) -> Result<(u64, String), Failure> {
         let job = &claimed.job;
         let started = Instant::now();
@@ -307,6 +313,7 @@ impl Pipeline {
             message: e,
             retryable: true,
         })?;
+        steps.done("working copy");
         let _ = api.edit_comment(repo, status_id, &status::working(2)).await;
 
         // The agent, in the sandbox.
@@ -381,6 +388,7 @@ impl Pipeline {
                 return Err(Failure::new(&reason, message));
             }
         };
+        steps.done("agent");
         let _ = api.edit_comment(repo, status_id, &status::working(3)).await;
 
         // The gate, the commit and the push.
@@ -455,6 +463,7 @@ impl Pipeline {
                 "the agent finished without changing anything",
             ));
         }
+        steps.done("gate, commit and push");
         let _ = api.edit_comment(repo, status_id, &status::working(5)).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &summary,
@@ -478,7 +487,30 @@ impl Pipeline {
             )
             .await
             .map_err(Failure::forge)?;
+        steps.done("pull request");
         Ok((pr.number, pr.url))
+    }
+}
+
+/// Each step's time, as the job's result records it.
+struct Steps {
+    last: Instant,
+    list: Vec<Value>,
+}
+
+impl Steps {
+    fn new() -> Self {
+        Steps {
+            last: Instant::now(),
+            list: Vec::new(),
+        }
+    }
+
+    fn done(&mut self, step: &str) {
+        let now = Instant::now();
+        self.list
+            .push(json!({"step": step, "ms": (now - self.last).as_millis() as u64}));
+        self.last = now;
     }
 }
 
