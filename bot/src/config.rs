@@ -344,9 +344,9 @@ fn redact_option<S: Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok,
     }
 }
 
-/// A list of secrets, from a TOML array or a comma-separated string (the
-/// only form an environment variable can carry).
-fn secret_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SecretString>, D::Error> {
+/// A list of strings, from a TOML array or a comma-separated string (the
+/// only form an environment variable can carry); blanks dropped.
+fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum OneOrMany {
@@ -361,6 +361,13 @@ fn secret_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SecretString>, D::
         .into_iter()
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
+        .collect())
+}
+
+/// [`string_list`], held as secrets.
+fn secret_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SecretString>, D::Error> {
+    Ok(string_list(d)?
+        .into_iter()
         .map(SecretString::from)
         .collect())
 }

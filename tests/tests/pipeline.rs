@@ -415,3 +415,80 @@ async fn a_labeled_gitea_issue_becomes_a_pull_request_too() {
     );
     assert_eq!(w.github.violations(), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies() {
+    // The first job opens the pull request.
+    let mut script = good_script();
+    script.extend([
+        Step::call(
+            "write_file",
+            json!({"path": "README.md", "content": "Use `add` from calc.sh.\n"}),
+        ),
+        Step::finish("Added a README as asked.", "Add a README"),
+    ]);
+    let w = world(script).await;
+    w.run(&w.labeled_by("maintainer")).await.unwrap();
+    let (pr, head) = w.github.with(|s| {
+        let pr = s.issues.iter().find(|i| i.pull.is_some()).unwrap().clone();
+        (pr.number, pr.pull.unwrap().0)
+    });
+    let review_id = w.github.with(|s| {
+        s.add_review(
+            "acme/demo",
+            pr,
+            "maintainer",
+            "CHANGES_REQUESTED",
+            "Please document it.",
+            &[("calc.sh", 2, "Add a README that says how to use add.")],
+        )
+    });
+    let mut job = w.labeled_by("maintainer");
+    job.id = 2;
+    job.job.target = pr;
+    job.job.on_pull_request = true;
+    job.job.task = Task::Review {
+        review_id: Some(review_id),
+        state: forgehand_forge::ReviewState::ChangesRequested,
+        body: "Please document it.".into(),
+    };
+    let result = w.run(&job).await.unwrap();
+    assert_eq!(result["outcome"], "succeeded", "{result}");
+    assert_eq!(
+        w.file_on(&head, "README.md").await,
+        "Use `add` from calc.sh.\n"
+    );
+    assert_eq!(
+        w.file_on(&head, "calc.sh").await,
+        "add() {\n  echo $(($1 + $2))\n}\n",
+        "the follow-up commit sits on top of the first"
+    );
+    w.github.with(|s| {
+        let reply = s.review_comments.last().unwrap();
+        assert_eq!(reply.user, "forgehand");
+        assert!(reply.body.starts_with("Done in "), "{}", reply.body);
+        let statuses: Vec<&str> = s
+            .comments
+            .iter()
+            .filter(|c| c.user == "forgehand" && c.issue == pr)
+            .map(|c| c.body.as_str())
+            .collect();
+        assert_eq!(
+            statuses,
+            [format!(
+                "✅ Updated #{pr}: https://github.invalid/acme/demo/pull/{pr}\n"
+            )]
+        );
+        assert_eq!(
+            s.issues.iter().filter(|i| i.pull.is_some()).count(),
+            1,
+            "no second pull request"
+        );
+    });
+    let prompt = w.model.requests()[4].body.to_string();
+    assert!(
+        prompt.contains("review thread on calc.sh:2"),
+        "the threads are the task"
+    );
+    assert_eq!(w.github.violations(), Vec::<String>::new());
+}

@@ -186,9 +186,14 @@ pub fn wrap(item: &ForgeText<'_>) -> String {
         .chars()
         .filter(|c| c.is_alphanumeric() || "-_[].".contains(*c))
         .collect();
+    // A file path from the forge names the kind of a review thread.
+    let kind: String = item
+        .kind
+        .chars()
+        .filter(|c| c.is_alphanumeric() || " -_./:#".contains(*c))
+        .collect();
     format!(
-        "<forge-data kind=\"{}\" author=\"{author}\" write-access=\"{}\">\n{}\n</forge-data>",
-        item.kind,
+        "<forge-data kind=\"{kind}\" author=\"{author}\" write-access=\"{}\">\n{}\n</forge-data>",
         if item.can_write { "yes" } else { "no" },
         text.trim_end()
     )

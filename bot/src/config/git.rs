@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use forgehand_forge::git::{branch_name, BotIdentity, GatePolicy};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -22,7 +22,7 @@ pub struct GitConfig {
     /// points) the agent's changes may touch and still be pushed. Always
     /// listed in the pull request. A TOML list, or one comma-separated
     /// string (the form environment variables use).
-    #[serde(deserialize_with = "list")]
+    #[serde(deserialize_with = "super::string_list")]
     pub allow_sensitive: Vec<String>,
     /// SSH transport: the private key and the pinned host keys
     /// (`known_hosts` format). Both or neither.
@@ -118,22 +118,4 @@ impl GitConfig {
             );
         }
     }
-}
-
-fn list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    let raw = match OneOrMany::deserialize(d)? {
-        OneOrMany::One(s) => s.split(',').map(str::to_owned).collect(),
-        OneOrMany::Many(v) => v,
-    };
-    Ok(raw
-        .into_iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect())
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use forgehand_forge::api::{ForgeApi, ForgeError, NewPullRequest, ReactionTarget, RepoRef};
+use forgehand_forge::api::{
+    ForgeApi, ForgeError, NewPullRequest, ReactionTarget, RepoRef, ReviewComment,
+};
 use forgehand_forge::git::{
     self, deliver, gate, Checks, CommitRequest, Credentials, DeliverError, MirrorCache,
     PushRequest, SecretScanner,
@@ -148,6 +150,7 @@ impl JobHandler for Pipeline {
                 command: JobCommand::Fix { .. },
                 ..
             } if !job.on_pull_request => {}
+            Task::Review { .. } if job.on_pull_request => {}
             _ => {
                 info!(kind = %job.kind(), "this kind of job is not handled by the pipeline yet");
                 return Ok(json!({"outcome": "unsupported", "kind": job.kind()}));
@@ -183,12 +186,23 @@ impl JobHandler for Pipeline {
         let started = Instant::now();
         let mut steps = Steps::new();
         steps.done("authorized");
-        match self
-            .work_on_issue(claimed, &*api, &repo, status.id, &mut steps)
-            .await
-        {
+        let work = match &job.task {
+            Task::Review {
+                review_id, body, ..
+            } => self.review_work(job, &*api, &repo, *review_id, body).await,
+            _ => self.issue_work(job, &*api, &repo).await,
+        };
+        let follow_up = matches!(job.task, Task::Review { .. });
+        let outcome = match work {
+            Ok(work) => {
+                self.work(claimed, &*api, &repo, status.id, &mut steps, work)
+                    .await
+            }
+            Err(failure) => Err(failure),
+        };
+        match outcome {
             Ok((number, url)) => {
-                api.edit_comment(&repo, status.id, &status::done(&url, number, false))
+                api.edit_comment(&repo, status.id, &status::done(&url, number, follow_up))
                     .await
                     .map_err(forge_err)?;
                 Ok(
@@ -217,16 +231,13 @@ impl JobHandler for Pipeline {
 }
 
 impl Pipeline {
-    async fn work_on_issue(
+    /// What an issue job works on: a new branch, the issue as its task.
+    async fn issue_work(
         &self,
-        claimed: &ClaimedJob,
+        job: &crate::job::Job,
         api: &dyn ForgeApi,
         repo: &RepoRef,
-        status_id: u64,
-        steps: &mut Steps,
-    ) -> Result<(u64, String), Failure> {
-        let job = &claimed.job;
-        let started = Instant::now();
+    ) -> Result<Work, Failure> {
         let issue = api.issue(repo, job.target).await.map_err(Failure::forge)?;
         let comments = api
             .comments(repo, job.target)
@@ -239,23 +250,137 @@ impl Pipeline {
                 can_write.insert(login.clone(), p.can_write());
             }
         }
+        let prompts =
+            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        let wrapped_issue = wrap(&ForgeText {
+            kind: "issue",
+            author: &issue.author,
+            can_write: can_write.get(&issue.author).copied().unwrap_or(false),
+            text: &format!("{}\n\n{}", issue.title, issue.body),
+        });
+        let forge_comments: Vec<ForgeText<'_>> = comments
+            .iter()
+            .map(|c| ForgeText {
+                kind: "comment",
+                author: &c.author,
+                can_write: can_write.get(&c.author).copied().unwrap_or(false),
+                text: &c.body,
+            })
+            .collect();
+        let prompt = prompts.render(
+            "new_issue.txt",
+            &[
+                ("number", &job.target.to_string()),
+                ("repository", &repo.full_name()),
+                ("issue", &wrapped_issue),
+                ("comments", &trusted_comments(&forge_comments)),
+            ],
+        );
+        Ok(Work {
+            branch: self.config.git.branch_for(job.target, &issue.title),
+            base: job
+                .repo
+                .default_branch
+                .clone()
+                .unwrap_or_else(|| "main".into()),
+            prompt,
+            follow_up: None,
+        })
+    }
+
+    /// What a review follow-up works on: the pull request's own branch,
+    /// the review and its threads as the task.
+    async fn review_work(
+        &self,
+        job: &crate::job::Job,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        review_id: Option<u64>,
+        review_body: &str,
+    ) -> Result<Work, Failure> {
+        let pr = api
+            .pull_request(repo, job.target)
+            .await
+            .map_err(Failure::forge)?;
+        if !pr.head.starts_with(self.config.git.branch_prefix()) {
+            return Err(Failure::new(
+                "denied",
+                format!("{} is not a branch Forgehand owns", pr.head),
+            ));
+        }
+        let threads: Vec<ReviewComment> = api
+            .review_comments(repo, job.target)
+            .await
+            .map_err(Failure::forge)?
+            .into_iter()
+            .filter(|c| review_id.is_none() || c.review_id == review_id)
+            .collect();
+        let mut review = wrap(&ForgeText {
+            kind: "review",
+            author: &job.requested_by,
+            can_write: true,
+            text: review_body,
+        });
+        for thread in &threads {
+            let place = match thread.line {
+                Some(line) => format!("{}:{line}", thread.path),
+                None => thread.path.clone(),
+            };
+            review.push_str("\n\n");
+            review.push_str(&wrap(&ForgeText {
+                kind: &format!("review thread on {place}"),
+                author: &thread.author,
+                can_write: true,
+                text: &thread.body,
+            }));
+        }
+        let prompts =
+            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        let prompt = prompts.render(
+            "review_follow_up.txt",
+            &[
+                ("number", &job.target.to_string()),
+                ("repository", &repo.full_name()),
+                ("branch", &pr.head),
+                ("review", &review),
+            ],
+        );
+        Ok(Work {
+            branch: pr.head.clone(),
+            base: pr.base.clone(),
+            prompt,
+            follow_up: Some((pr, threads)),
+        })
+    }
+
+    async fn work(
+        &self,
+        claimed: &ClaimedJob,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        status_id: u64,
+        steps: &mut Steps,
+        work: Work,
+    ) -> Result<(u64, String), Failure> {
+        let job = &claimed.job;
+        let started = Instant::now();
+        let Work {
+            branch,
+            base,
+            prompt,
+            follow_up,
+        } = work;
         let url = job.repo.clone_url.clone().ok_or_else(|| {
             Failure::new(
                 "forge_error",
                 "the webhook named no clone URL for the repository",
             )
         })?;
-        let base = job
-            .repo
-            .default_branch
-            .clone()
-            .unwrap_or_else(|| "main".into());
         let (user, token) = api.git_credentials(repo).await.map_err(Failure::forge)?;
         let credentials = Credentials::Token {
             username: user,
             token: token.clone(),
         };
-        let branch = self.config.git.branch_for(job.target, &issue.title);
         let job_dir = std::path::absolute(
             self.config
                 .git
@@ -336,36 +461,11 @@ impl Pipeline {
         let files = Files::open(&tree).map_err(Failure::infra)?;
         let prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
-        let wrapped_issue = wrap(&ForgeText {
-            kind: "issue",
-            author: &issue.author,
-            can_write: can_write.get(&issue.author).copied().unwrap_or(false),
-            text: &format!("{}\n\n{}", issue.title, issue.body),
-        });
-        let forge_comments: Vec<ForgeText<'_>> = comments
-            .iter()
-            .map(|c| ForgeText {
-                kind: "comment",
-                author: &c.author,
-                can_write: can_write.get(&c.author).copied().unwrap_or(false),
-                text: &c.body,
-            })
-            .collect();
         let messages = vec![
             Message::System {
                 content: prompts.system(&files),
             },
-            Message::User {
-                content: prompts.render(
-                    "new_issue.txt",
-                    &[
-                        ("number", &job.target.to_string()),
-                        ("repository", &repo.full_name()),
-                        ("issue", &wrapped_issue),
-                        ("comments", &trusted_comments(&forge_comments)),
-                    ],
-                ),
-            },
+            Message::User { content: prompt },
         ];
         let model = ModelClient::new(self.config.model.settings()).map_err(Failure::infra)?;
         let toolbox = Toolbox {
@@ -464,6 +564,16 @@ impl Pipeline {
             ));
         }
         steps.done("gate, commit and push");
+        if let Some((pr, threads)) = follow_up {
+            let sha: String = commit.unwrap_or_default().chars().take(10).collect();
+            for thread in &threads {
+                api.reply_to_review_comment(repo, pr.number, thread, &format!("Done in {sha}."))
+                    .await
+                    .map_err(Failure::forge)?;
+            }
+            steps.done("replies");
+            return Ok((pr.number, pr.url));
+        }
         let _ = api.edit_comment(repo, status_id, &status::working(5)).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &summary,
@@ -490,6 +600,16 @@ impl Pipeline {
         steps.done("pull request");
         Ok((pr.number, pr.url))
     }
+}
+
+/// What a job works on.
+struct Work {
+    branch: String,
+    base: String,
+    /// The task, for the agent.
+    prompt: String,
+    /// A follow-up's pull request and the review threads to answer.
+    follow_up: Option<(forgehand_forge::api::PullRequest, Vec<ReviewComment>)>,
 }
 
 /// Each step's time, as the job's result records it.

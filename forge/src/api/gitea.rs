@@ -9,6 +9,7 @@ use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 
+use super::wire::{comment, login, pull, root_cause, text};
 use super::{
     classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission,
     PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState,
@@ -56,7 +57,7 @@ impl GiteaClient {
         let response = request
             .send()
             .await
-            .map_err(|e| ForgeError::Other(format!("{method} {path}: {}", without_url(&e))))?;
+            .map_err(|e| ForgeError::Other(format!("{method} {path}: {}", root_cause(&e))))?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -93,42 +94,6 @@ fn seg(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes())
         .collect::<String>()
         .replace('+', "%20")
-}
-
-/// reqwest's errors name the URL; ours are logged, and URLs stay out.
-fn without_url(error: &reqwest::Error) -> String {
-    let mut source: &dyn std::error::Error = error;
-    while let Some(next) = source.source() {
-        source = next;
-    }
-    source.to_string()
-}
-
-fn login(user: &Value) -> String {
-    user["login"].as_str().unwrap_or_default().to_owned()
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_owned()
-}
-
-fn comment(v: &Value) -> Comment {
-    Comment {
-        id: v["id"].as_u64().unwrap_or_default(),
-        author: login(&v["user"]),
-        body: text(&v["body"]),
-    }
-}
-
-fn pull(v: &Value) -> PullRequest {
-    PullRequest {
-        number: v["number"].as_u64().unwrap_or_default(),
-        url: text(&v["html_url"]),
-        head: text(&v["head"]["ref"]),
-        base: text(&v["base"]["ref"]),
-        title: text(&v["title"]),
-        body: text(&v["body"]),
-    }
 }
 
 #[async_trait]
@@ -225,6 +190,11 @@ impl ForgeApi for GiteaClient {
         )
         .await
         .map(drop)
+    }
+
+    async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls/{number}", Self::repo_path(repo));
+        Ok(pull(&self.send(Method::GET, &path, None).await?))
     }
 
     async fn open_pull_request(

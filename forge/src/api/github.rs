@@ -14,6 +14,7 @@ use octocrab::Octocrab;
 use secrecy::{ExposeSecret, SecretString};
 use serde_json::{json, Value};
 
+use super::wire::{comment, login, pull, root_cause, text};
 use super::{
     classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission,
     PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState,
@@ -260,43 +261,8 @@ async fn send(
         .map_err(|e| ForgeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
 }
 
-fn root_cause(error: &dyn std::error::Error) -> String {
-    let mut source = error;
-    while let Some(next) = source.source() {
-        source = next;
-    }
-    source.to_string()
-}
-
 fn repo_path(repo: &RepoRef) -> String {
     format!("/repos/{}/{}", repo.owner, repo.name)
-}
-
-fn login(user: &Value) -> String {
-    user["login"].as_str().unwrap_or_default().to_owned()
-}
-
-fn text(v: &Value) -> String {
-    v.as_str().unwrap_or_default().to_owned()
-}
-
-fn comment(v: &Value) -> Comment {
-    Comment {
-        id: v["id"].as_u64().unwrap_or_default(),
-        author: login(&v["user"]),
-        body: text(&v["body"]),
-    }
-}
-
-fn pull(v: &Value) -> PullRequest {
-    PullRequest {
-        number: v["number"].as_u64().unwrap_or_default(),
-        url: text(&v["html_url"]),
-        head: text(&v["head"]["ref"]),
-        base: text(&v["base"]["ref"]),
-        title: text(&v["title"]),
-        body: text(&v["body"]),
-    }
 }
 
 #[async_trait]
@@ -390,6 +356,11 @@ impl ForgeApi for GitHubClient {
         )
         .await
         .map(drop)
+    }
+
+    async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError> {
+        let path = format!("{}/pulls/{number}", repo_path(repo));
+        Ok(pull(&self.call(repo, Method::GET, &path, None).await?))
     }
 
     async fn open_pull_request(

@@ -4,6 +4,7 @@
 
 pub mod gitea;
 pub mod github;
+mod wire;
 
 use std::time::Duration;
 
@@ -171,6 +172,7 @@ pub trait ForgeApi: Send + Sync {
         body: &str,
     ) -> Result<Comment, ForgeError>;
     async fn edit_comment(&self, repo: &RepoRef, id: u64, body: &str) -> Result<(), ForgeError>;
+    async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError>;
     /// Opens the pull request, or updates the open one from the same
     /// branch.
     async fn open_pull_request(

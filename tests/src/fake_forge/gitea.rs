@@ -105,43 +105,25 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }
-        ("POST", "/pulls") => {
-            let head = body["head"].as_str().unwrap_or_default().to_owned();
-            let base = body["base"].as_str().unwrap_or_default().to_owned();
-            if s.issues
+        ("POST", "/pulls") => match s.open_pull(repo, user, body) {
+            Some(pr) => Ok((StatusCode::CREATED, pull_json(pr))),
+            None => Err((
+                StatusCode::CONFLICT,
+                "pull request already exists for these targets".into(),
+            )),
+        },
+        ("GET", "/pulls/{index}") => {
+            let pr = s
+                .issues
                 .iter()
-                .any(|i| i.repo == repo && i.open && i.pull.as_ref().is_some_and(|p| p.0 == head))
-            {
-                return Err((
-                    StatusCode::CONFLICT,
-                    "pull request already exists for these targets".into(),
-                ));
-            }
-            let number = s.next_number(repo);
-            s.issues.push(FakeIssue {
-                repo: repo.into(),
-                number,
-                title: body["title"].as_str().unwrap_or_default().into(),
-                body: body["body"].as_str().unwrap_or_default().into(),
-                user: user.into(),
-                open: true,
-                labels: vec![],
-                pull: Some((head, base)),
-            });
-            Ok((StatusCode::CREATED, pull_json(s.issues.last().unwrap())))
+                .find(|i| i.repo == repo && i.number == r.num("index") && i.pull.is_some())
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::OK, pull_json(pr)))
         }
         ("PATCH", "/pulls/{index}") => {
             let pr = s
-                .issues
-                .iter_mut()
-                .find(|i| i.repo == repo && i.number == r.num("index") && i.pull.is_some())
+                .edit_pull(repo, r.num("index"), body)
                 .ok_or_else(not_found)?;
-            if let Some(title) = body["title"].as_str() {
-                pr.title = title.into();
-            }
-            if let Some(text) = body["body"].as_str() {
-                pr.body = text.into();
-            }
             Ok((StatusCode::CREATED, pull_json(pr)))
         }
         ("POST", "/pulls/{index}/requested_reviewers") => {

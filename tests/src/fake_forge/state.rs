@@ -152,4 +152,55 @@ impl ForgeState {
         }
         id
     }
+
+    /// A new pull request from `body`'s title, body, head and base; `None`
+    /// when one is already open from that head (both forges refuse it).
+    pub fn open_pull(
+        &mut self,
+        repo: &str,
+        user: &str,
+        body: &serde_json::Value,
+    ) -> Option<&FakeIssue> {
+        let field = |k: &str| body[k].as_str().unwrap_or_default().to_owned();
+        let (head, base) = (field("head"), field("base"));
+        let taken = self
+            .issues
+            .iter()
+            .any(|i| i.repo == repo && i.open && i.pull.as_ref().is_some_and(|p| p.0 == head));
+        if taken {
+            return None;
+        }
+        let number = self.next_number(repo);
+        self.issues.push(FakeIssue {
+            repo: repo.into(),
+            number,
+            title: field("title"),
+            body: field("body"),
+            user: user.into(),
+            open: true,
+            labels: vec![],
+            pull: Some((head, base)),
+        });
+        self.issues.last()
+    }
+
+    /// Sets the title and body `body` names on pull request `number`.
+    pub fn edit_pull(
+        &mut self,
+        repo: &str,
+        number: u64,
+        body: &serde_json::Value,
+    ) -> Option<&FakeIssue> {
+        let pr = self
+            .issues
+            .iter_mut()
+            .find(|i| i.repo == repo && i.number == number && i.pull.is_some())?;
+        if let Some(title) = body["title"].as_str() {
+            pr.title = title.into();
+        }
+        if let Some(text) = body["body"].as_str() {
+            pr.body = text.into();
+        }
+        Some(pr)
+    }
 }
