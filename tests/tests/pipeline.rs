@@ -277,6 +277,12 @@ async fn a_labeled_issue_becomes_a_pull_request() {
         ],
         "each step with its time: {result}"
     );
+    let transcript = result["transcript"]
+        .as_str()
+        .expect("the transcript's path is on the job");
+    assert!(std::fs::read_to_string(transcript)
+        .unwrap()
+        .contains("\"event\":\"tool\""));
 
     let (status, pr, reactions) = w.github.with(|s| {
         let status = s

@@ -207,7 +207,7 @@ impl JobHandler for Pipeline {
                     .map_err(forge_err)?;
                 Ok(
                     json!({"outcome": "succeeded", "pull_request": number, "url": url,
-                          "seconds": started.elapsed().as_secs(), "steps": steps.list}),
+                          "seconds": started.elapsed().as_secs(), "steps": steps.list, "transcript": steps.transcript}),
                 )
             }
             Err(failure) => {
@@ -219,7 +219,10 @@ impl JobHandler for Pipeline {
                         &status::failed(&failure.reason, &failure.message),
                     )
                     .await;
-                let text = format!("{}: {}", failure.reason, failure.message);
+                let mut text = format!("{}: {}", failure.reason, failure.message);
+                if let Some(path) = &steps.transcript {
+                    text.push_str(&format!(" (transcript: {path})"));
+                }
                 Err(if failure.retryable {
                     JobError::retryable(text)
                 } else {
@@ -453,6 +456,7 @@ impl Pipeline {
                 .collect(),
         )
         .map_err(Failure::infra)?;
+        steps.transcript = Some(transcript.path().display().to_string());
         let sandbox = self
             .backend
             .create(self.config.sandbox.spec(&tree))
@@ -616,6 +620,8 @@ struct Work {
 struct Steps {
     last: Instant,
     list: Vec<Value>,
+    /// Where the agent's transcript is, once there is one.
+    transcript: Option<String>,
 }
 
 impl Steps {
@@ -623,6 +629,7 @@ impl Steps {
         Steps {
             last: Instant::now(),
             list: Vec::new(),
+            transcript: None,
         }
     }
 
