@@ -8,3 +8,18 @@ pub mod gitea_events;
 pub mod harness;
 pub mod model_server;
 pub mod testdata;
+
+/// The guest rootfs the sandbox tests run on: `FORGEHAND_TEST_ROOTFS`, or
+/// where `images/build-rootfs` puts it. Fails, saying how to build it,
+/// when it is not there.
+pub fn rootfs() -> std::path::PathBuf {
+    let path = std::env::var_os("FORGEHAND_TEST_ROOTFS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/var/cache/forgehand/rootfs"));
+    assert!(
+        path.join("bin/sh").exists(),
+        "no guest rootfs at {} (build it: images/build-rootfs; tests/run.sh does)",
+        path.display()
+    );
+    path
+}

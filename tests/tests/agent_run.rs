@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use forgehand_tests::model_server::{ModelServer, Step};
+use forgehand_tests::rootfs;
 use serde_json::{json, Value};
 
 const API_KEY: &str = "sk-scripted-key-0123456789abcdef";
@@ -128,18 +129,6 @@ fn forgehand_binary() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-fn rootfs() -> PathBuf {
-    let path = std::env::var_os("FORGEHAND_TEST_ROOTFS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/forgehand/rootfs"));
-    assert!(
-        path.join("bin/sh").exists(),
-        "no guest rootfs at {} (build it: images/build-rootfs; tests/run.sh does)",
-        path.display()
-    );
-    path
 }
 
 /// The model's side of a good run: read, edit, test, finish.

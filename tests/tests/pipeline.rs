@@ -16,6 +16,7 @@ use forgehand_forge::{ForgeKind, Repo};
 use forgehand_tests::fake_forge::{FakeForge, Kind};
 use forgehand_tests::git_http::GitHttpServer;
 use forgehand_tests::model_server::{ModelServer, Step};
+use forgehand_tests::rootfs;
 use secrecy::SecretString;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -30,18 +31,6 @@ struct World {
     _git: GitHttpServer,
     clone_url: String,
     model: ModelServer,
-}
-
-fn rootfs() -> PathBuf {
-    let path = std::env::var_os("FORGEHAND_TEST_ROOTFS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/forgehand/rootfs"));
-    assert!(
-        path.join("bin/sh").exists(),
-        "no guest rootfs at {} (build it: images/build-rootfs; tests/run.sh does)",
-        path.display()
-    );
-    path
 }
 
 /// The user name each forge's client gives git over HTTPS.
