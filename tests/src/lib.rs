@@ -6,6 +6,7 @@ pub mod git_http;
 pub mod git_ssh;
 pub mod gitea_events;
 pub mod harness;
+pub mod local_server;
 pub mod model_server;
 pub mod testdata;
 

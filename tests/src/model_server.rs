@@ -107,7 +107,7 @@ pub struct ModelServer {
     /// `http://127.0.0.1:<port>`.
     pub base_url: String,
     script: Arc<Mutex<Script>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    _server: crate::local_server::LocalServer,
 }
 
 impl ModelServer {
@@ -120,20 +120,11 @@ impl ModelServer {
             .route("/v1/chat/completions", post(openai))
             .route("/v1/messages", post(anthropic))
             .with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base_url = format!("http://{}", listener.local_addr()?);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
-        });
+        let server = crate::local_server::LocalServer::start(app).await?;
         Ok(ModelServer {
-            base_url,
+            base_url: server.base_url.clone(),
             script,
-            shutdown: Some(tx),
+            _server: server,
         })
     }
 
@@ -163,14 +154,6 @@ impl ModelServer {
     /// Steps not yet played.
     pub fn left(&self) -> usize {
         self.script.lock().unwrap().steps.len()
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
     }
 }
 

@@ -33,15 +33,7 @@ pub struct FakeForge {
     /// `github.api_url` is set to.
     pub base_url: String,
     pub state: Arc<Mutex<ForgeState>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for FakeForge {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
+    _server: crate::local_server::LocalServer,
 }
 
 struct Shared {
@@ -74,20 +66,11 @@ impl FakeForge {
                 async move { handle(&shared, method, uri, headers, body) }
             },
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let base_url = format!("http://{}", listener.local_addr()?);
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
-        });
+        let server = crate::local_server::LocalServer::start(app).await?;
         Ok(FakeForge {
-            base_url,
+            base_url: server.base_url.clone(),
             state,
-            shutdown: Some(tx),
+            _server: server,
         })
     }
 
