@@ -386,7 +386,11 @@ pub async fn nothing_but_the_workspace_survives_destroy(ctx: &Ctx) {
         .await;
     if other.sandbox.isolation() == forgehand_sandbox::Isolation::SharedKernel {
         // Only a shared kernel shows the sandbox's processes to the host.
-        assert!(!support::host_processes_with("543210").is_empty());
+        let seen = support::wait_until_present("543210", Duration::from_secs(3)).await;
+        assert!(
+            !seen.is_empty(),
+            "the background sleep never showed on the host"
+        );
     }
     let workspace = other.workspace.path().to_owned();
     other.sandbox.destroy().await.unwrap();

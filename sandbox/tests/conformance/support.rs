@@ -158,6 +158,19 @@ pub fn host_processes_with(needle: &str) -> Vec<u32> {
     found
 }
 
+/// Waits until some host process carries `needle`. A process that was just
+/// forked may be caught mid-exec, when its command line reads empty.
+pub async fn wait_until_present(needle: &str, within: Duration) -> Vec<u32> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let found = host_processes_with(needle);
+        if !found.is_empty() || tokio::time::Instant::now() >= deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Waits until no host process carries `needle` any more.
 pub async fn wait_until_gone(needle: &str, within: Duration) -> Vec<u32> {
     let deadline = tokio::time::Instant::now() + within;
@@ -216,7 +229,9 @@ pub async fn leftovers_of_a_killed_process_are_removed(helper: &str, backend: Ar
     }
     let id = std::fs::read_to_string(&out).unwrap();
     assert!(
-        !host_processes_with(CRASH_MARK).is_empty(),
+        !wait_until_present(CRASH_MARK, Duration::from_secs(3))
+            .await
+            .is_empty(),
         "the helper's background process runs"
     );
     child.kill().unwrap();
