@@ -66,6 +66,19 @@ impl Job {
         }
     }
 
+    /// Work on the target (an issue, a review, a plan, a retry): a newer
+    /// such request supersedes it while it waits. Help, explanations and
+    /// stops are not work.
+    pub fn supersedable(&self) -> bool {
+        !matches!(
+            self.task,
+            Task::Command {
+                command: JobCommand::Help | JobCommand::Stop,
+                ..
+            } | Task::ExplainCommandError { .. }
+        )
+    }
+
     /// The key under which at most one job runs at a time.
     pub fn target_key(&self) -> String {
         format!("{}:{}#{}", self.forge, self.repo.full_name(), self.target)

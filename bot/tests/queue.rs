@@ -7,15 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use forgehand_bot::job::{Job, Task};
-use forgehand_bot::queue::{Backoff, JobError, JobHandler, QueueSettings, WorkerPool};
+use forgehand_bot::job::{Job, JobCommand, Task};
+use forgehand_bot::queue::{Backoff, JobContext, JobError, JobHandler, QueueSettings, WorkerPool};
 use forgehand_bot::store::{
     ClaimedJob, CompressedPayload, Finish, JobState, NewDelivery, Outcome, Recorded, SqliteStore,
     Store,
 };
 use forgehand_forge::{ForgeKind, Repo};
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 struct Queue {
     store: Arc<dyn Store>,
@@ -32,6 +31,17 @@ async fn queue(max_attempts: u32) -> Queue {
     Queue {
         store: Arc::new(store),
         _dir: dir,
+    }
+}
+
+/// A job that supersedes nothing, so several can wait for one target.
+fn help(target: u64) -> Job {
+    Job {
+        task: Task::Command {
+            command: JobCommand::Help,
+            comment_id: 1,
+        },
+        ..job(target)
     }
 }
 
@@ -56,8 +66,14 @@ fn job(target: u64) -> Job {
 
 impl Queue {
     async fn enqueue(&self, targets: &[u64]) -> Vec<i64> {
+        self.enqueue_jobs(targets.iter().map(|&t| job(t)).collect())
+            .await
+    }
+
+    async fn enqueue_jobs(&self, jobs: Vec<Job>) -> Vec<i64> {
         let mut ids = Vec::new();
-        for &target in targets {
+        for job in jobs {
+            let target = job.target;
             let delivery = NewDelivery {
                 forge: "github".into(),
                 delivery_id: Some(uuid()),
@@ -71,7 +87,7 @@ impl Queue {
                 sender: Some("maintainer".into()),
                 detail: None,
                 payload: Some(CompressedPayload::compress(b"{}")),
-                jobs: vec![(&job(target)).into()],
+                jobs: vec![(&job).into()],
                 received_at: forgehand_bot::time::now_ms(),
             };
             match self
@@ -175,11 +191,7 @@ impl Scripted {
 
 #[async_trait]
 impl JobHandler for Scripted {
-    async fn run(
-        &self,
-        job: &ClaimedJob,
-        _cancel: CancellationToken,
-    ) -> Result<serde_json::Value, JobError> {
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError> {
         self.ran.lock().unwrap().push((job.id, job.attempt));
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_concurrent.fetch_max(now, Ordering::SeqCst);
@@ -187,8 +199,10 @@ impl JobHandler for Scripted {
         let result = match step {
             Step::Succeed => Ok(serde_json::json!({"ok": true})),
             Step::Sleep(d) => {
-                tokio::time::sleep(d).await;
-                Ok(serde_json::json!({"slept_ms": d.as_millis() as u64}))
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => Ok(serde_json::json!({"slept_ms": d.as_millis() as u64})),
+                    _ = cx.cancel.cancelled() => Err(JobError::Cancelled("asked to stop".into())),
+                }
             }
             Step::Retry(e) => Err(JobError::retryable(e)),
             Step::Permanent(e) => Err(JobError::permanent(e)),
@@ -327,7 +341,9 @@ async fn a_panicking_handler_fails_its_job_not_the_worker() {
 #[tokio::test]
 async fn one_job_at_a_time_per_issue_while_other_issues_proceed() {
     let q = queue(5).await;
-    let ids = q.enqueue(&[7, 7, 7, 8]).await;
+    let ids = q
+        .enqueue_jobs(vec![help(7), help(7), help(7), help(8)])
+        .await;
     let handler = Scripted::new(|job| {
         if job.job.target == 7 {
             Step::Sleep(Duration::from_millis(400))
@@ -366,7 +382,7 @@ async fn one_job_at_a_time_per_issue_while_other_issues_proceed() {
 #[tokio::test]
 async fn the_database_refuses_a_second_running_job_for_one_target() {
     let q = queue(5).await;
-    q.enqueue(&[7, 7]).await;
+    q.enqueue_jobs(vec![help(7), help(7)]).await;
     let first = q
         .store
         .claim_job("a", Duration::from_secs(30))
@@ -513,4 +529,129 @@ async fn the_handlers_result_is_kept_as_json() {
     pool.shutdown().await;
     let detail = q.store.job(ids[0]).await.unwrap().unwrap();
     assert_eq!(detail.job.result, Some(serde_json::json!({"ok": true})));
+}
+
+fn stop(target: u64) -> Job {
+    Job {
+        task: Task::Command {
+            command: JobCommand::Stop,
+            comment_id: 9,
+        },
+        ..job(target)
+    }
+}
+
+async fn claim(q: &Queue) -> Option<ClaimedJob> {
+    q.store
+        .claim_job("w", Duration::from_secs(30))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_newest_waiting_request_goes_first_and_supersedes_the_older_ones() {
+    let q = queue(5).await;
+    let older = q.enqueue(&[7, 7]).await;
+    let help = q.enqueue_jobs(vec![help(7)]).await[0];
+    let newest = q.enqueue(&[7]).await[0];
+    let first = claim(&q).await.unwrap();
+    assert_eq!(first.id, help, "help is not work: it keeps its turn");
+    assert!(claim(&q).await.is_none(), "one running job per target");
+    let done = Finish::Succeeded {
+        result: serde_json::json!({}),
+    };
+    assert!(q.store.finish_job(&first, "w", done).await.unwrap());
+    assert_eq!(
+        claim(&q).await.map(|c| c.id),
+        Some(newest),
+        "the newest request, not the oldest"
+    );
+    // Its sender may command the bot: the pipeline supersedes the rest.
+    let cancelled = q
+        .store
+        .supersede_waiting("github:acme/widgets#7", newest)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, older);
+    let (state, _, error, runs) = q.state(older[0]).await;
+    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(
+        error,
+        Some(format!("superseded by job {newest}, a newer request"))
+    );
+    assert!(runs.is_empty(), "a superseded job never ran");
+    let history = q
+        .store
+        .target_history("github:acme/widgets#7", 10)
+        .await
+        .unwrap();
+    let ids: Vec<i64> = history.iter().map(|j| j.id).collect();
+    assert_eq!(ids, [newest, help, older[1], older[0]], "newest first");
+    assert_eq!(history[2].stopped_by, Some(newest));
+}
+
+#[tokio::test]
+async fn a_stop_runs_beside_the_job_it_stops() {
+    let q = queue(5).await;
+    let running = q.enqueue(&[7]).await[0];
+    assert_eq!(claim(&q).await.map(|c| c.id), Some(running));
+    let waiting = q.enqueue(&[7]).await[0];
+    let stop_id = q.enqueue_jobs(vec![stop(7)]).await[0];
+    let newer = q.enqueue(&[7]).await[0];
+    assert_eq!(
+        claim(&q).await.map(|c| c.id),
+        Some(stop_id),
+        "the stop is claimed while job {running} runs"
+    );
+    assert!(claim(&q).await.is_none(), "the waiting work still waits");
+    let stopped = q
+        .store
+        .request_stop("github:acme/widgets#7", stop_id, "stopped by @maintainer")
+        .await
+        .unwrap();
+    assert_eq!(stopped, [running, waiting]);
+    assert_eq!(
+        q.state(newer).await.0,
+        JobState::Queued,
+        "a request made after the stop is not stopped"
+    );
+    assert_eq!(
+        q.store.stop_requested(running).await.unwrap().as_deref(),
+        Some("stopped by @maintainer")
+    );
+    let (state, _, error, _) = q.state(waiting).await;
+    assert_eq!(state, JobState::Cancelled);
+    assert_eq!(error.as_deref(), Some("stopped by @maintainer"));
+}
+
+#[tokio::test]
+async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
+    let q = queue(5).await;
+    let ids = q.enqueue(&[7, 8]).await;
+    let handler = Scripted::new(|_| Step::Sleep(Duration::from_secs(60)));
+    let pool = q.pool(handler.clone(), 2, 5000, 5000);
+    q.wait_for(ids[0], JobState::Running).await;
+    q.wait_for(ids[1], JobState::Running).await;
+    let asked = std::time::Instant::now();
+    let stopped = q
+        .store
+        .request_stop("github:acme/widgets#7", 999, "stopped by @maintainer")
+        .await
+        .unwrap();
+    assert_eq!(stopped, [ids[0]]);
+    q.wait_for(ids[0], JobState::Cancelled).await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "stopping took {:?}",
+        asked.elapsed()
+    );
+    let (_, _, error, runs) = q.state(ids[0]).await;
+    assert_eq!(error.as_deref(), Some("stopped by @maintainer"));
+    assert_eq!(runs, ["cancelled"]);
+    assert_eq!(
+        q.state(ids[1]).await.0,
+        JobState::Running,
+        "another issue's job is not touched"
+    );
+    pool.shutdown().await;
 }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use forgehand_bot::config::Config;
 use forgehand_bot::job::{Job, Task};
-use forgehand_bot::queue::JobError;
-use forgehand_bot::store::ClaimedJob;
+use forgehand_bot::queue::{JobContext, JobError};
+use forgehand_bot::store::{ClaimedJob, SqliteStore};
 use forgehand_forge::git::transport::{self, Credentials};
 use forgehand_forge::{ForgeKind, Repo};
 use forgehand_tests::fake_forge::{FakeForge, Kind};
@@ -19,7 +19,7 @@ use forgehand_tests::model_server::{ModelServer, Step};
 use forgehand_tests::rootfs;
 use secrecy::SecretString;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
+use std::sync::Arc;
 
 const TOKEN: &str = "ghp_pipelinefakefakefakefakefake012345";
 
@@ -199,7 +199,12 @@ impl World {
         let handler = forgehand_bot::service::job_handler(&self.config())
             .await
             .unwrap();
-        handler.run(job, CancellationToken::new()).await
+        let url = format!(
+            "sqlite://{}",
+            self.dir.path().join("forgehand.db").display()
+        );
+        let store = SqliteStore::connect(&url).await.unwrap();
+        handler.run(job, JobContext::new(Arc::new(store))).await
     }
 
     /// The file at `path` on `branch` of the served repository.
@@ -286,7 +291,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n"
+        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n<!-- forgehand:job:1 -->"
     );
     assert_eq!(
         reactions,
@@ -400,7 +405,7 @@ async fn a_labeled_gitea_issue_becomes_a_pull_request_too() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n"
+        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n\n<!-- forgehand:job:1 -->"
     );
     assert!(pr.body.contains("Closes #1"), "{}", pr.body);
     let (head, _) = pr.pull.unwrap();
@@ -471,7 +476,7 @@ async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies
         assert_eq!(
             statuses,
             [format!(
-                "✅ Updated #{pr}: https://github.invalid/acme/demo/pull/{pr}\n"
+                "✅ Updated #{pr}: https://github.invalid/acme/demo/pull/{pr}\n\n<!-- forgehand:job:2 -->"
             )]
         );
         assert_eq!(

@@ -18,6 +18,7 @@ const BUILT_IN: &[(&str, &str)] = &[
         "review_follow_up.txt",
         include_str!("../../../prompts/review_follow_up.txt"),
     ),
+    ("plan.txt", include_str!("../../../prompts/plan.txt")),
     (
         "comment_command.txt",
         include_str!("../../../prompts/comment_command.txt"),
@@ -39,6 +40,7 @@ const PLACEHOLDERS: &[(&str, &[&str])] = &[
         "review_follow_up.txt",
         &["number", "repository", "branch", "review"],
     ),
+    ("plan.txt", &["number", "repository", "issue", "comments"]),
     (
         "comment_command.txt",
         &["target", "repository", "request", "context"],

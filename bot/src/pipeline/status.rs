@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
+
+use super::retry::retrying;
+
 /// The checklist's steps, in order.
 pub const STEPS: &[&str] = &[
     "authorized",
@@ -34,6 +38,86 @@ pub fn done(pr_url: &str, pr_number: u64, updated: bool) -> String {
 pub fn failed(reason: &str, explanation: &str) -> String {
     let first = explanation.lines().next().unwrap_or_default();
     format!("❌ Stopped: `{reason}`. {first}\n")
+}
+
+/// The final form of a job stopped on request.
+pub fn stopped(reason: &str) -> String {
+    format!("⏹️ Stopped: `stopped`. {}\n", capitalized(reason))
+}
+
+/// The final form of `/forgehand plan`: the plan, and how to go ahead.
+pub fn planned(plan: &str, bot: &str) -> String {
+    format!(
+        "📋 **Here is my plan.** Nothing is changed yet.\n\n{}\n\nSay `/forgehand go` (or `@{bot} go`) to carry it out, or comment to change it and ask `/forgehand plan` again.\n",
+        plan.trim()
+    )
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// The hidden line that marks a job's status comment, so that a job run
+/// again (a crash, a retry of the attempt) finds and edits its comment
+/// instead of adding a second one.
+pub fn marker(job: i64) -> String {
+    format!("<!-- forgehand:job:{job} -->")
+}
+
+/// The one status comment of a job on the forge.
+pub struct StatusComment {
+    pub id: u64,
+    job: i64,
+}
+
+impl StatusComment {
+    /// The job's status comment: the one an earlier attempt left, or a new one.
+    pub async fn open(
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        target: u64,
+        job: i64,
+        first: &str,
+    ) -> Result<Self, ForgeError> {
+        let mark = marker(job);
+        let earlier = api
+            .comments(repo, target)
+            .await?
+            .into_iter()
+            .find(|c| c.body.contains(&mark));
+        match earlier {
+            Some(comment) => {
+                let status = StatusComment {
+                    id: comment.id,
+                    job,
+                };
+                status.set(api, repo, first).await?;
+                Ok(status)
+            }
+            None => {
+                let body = format!("{first}\n{mark}");
+                let created = retrying(|| api.create_comment(repo, target, &body)).await?;
+                Ok(StatusComment {
+                    id: created.id,
+                    job,
+                })
+            }
+        }
+    }
+
+    pub async fn set(
+        &self,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        text: &str,
+    ) -> Result<(), ForgeError> {
+        let body = format!("{text}\n{}", marker(self.job));
+        retrying(|| api.edit_comment(repo, self.id, &body)).await
+    }
 }
 
 pub struct PullRequestBody<'a> {

@@ -2,7 +2,9 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::store::ClaimedJob;
+use std::sync::{Arc, OnceLock};
+
+use crate::store::{ClaimedJob, Store};
 
 /// How a job attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,16 +29,44 @@ impl JobError {
     }
 }
 
-/// Does the work of one job. Runs with the job's lease held; `cancel` is
-/// triggered when the node gives the job up (shutdown past the grace
-/// period) and the handler should stop soon after.
+/// What a handler gets beside its job.
+#[derive(Clone)]
+pub struct JobContext {
+    /// Triggered when the job must end early: `/forgehand stop`, or the
+    /// node giving the job up at shutdown. The handler should stop soon
+    /// after, cleaning up what it started (the sandbox, the status).
+    pub cancel: CancellationToken,
+    /// The queue's store: a target's history, for retry and go.
+    pub store: Arc<dyn Store>,
+    stop_reason: Arc<OnceLock<String>>,
+}
+
+impl JobContext {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        JobContext {
+            cancel: CancellationToken::new(),
+            store,
+            stop_reason: Arc::default(),
+        }
+    }
+
+    /// Why the job was asked to stop (`stopped by @someone`), if it was
+    /// asked rather than abandoned at shutdown.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.get().map(String::as_str)
+    }
+
+    /// Asks the job to stop, saying why.
+    pub fn stop(&self, reason: String) {
+        let _ = self.stop_reason.set(reason);
+        self.cancel.cancel();
+    }
+}
+
+/// Does the work of one job. Runs with the job's lease held.
 #[async_trait]
 pub trait JobHandler: Send + Sync + 'static {
-    async fn run(
-        &self,
-        job: &ClaimedJob,
-        cancel: CancellationToken,
-    ) -> Result<serde_json::Value, JobError>;
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError>;
 }
 
 /// The handler of `bot.dry_run` and of intake-only nodes: it records that
@@ -45,11 +75,7 @@ pub struct LoggingHandler;
 
 #[async_trait]
 impl JobHandler for LoggingHandler {
-    async fn run(
-        &self,
-        job: &ClaimedJob,
-        _cancel: CancellationToken,
-    ) -> Result<serde_json::Value, JobError> {
+    async fn run(&self, job: &ClaimedJob, _cx: JobContext) -> Result<serde_json::Value, JobError> {
         info!(job = ?job.job, "dry run: recording the job as handled");
         Ok(serde_json::json!({
             "handled_by": "dry_run",

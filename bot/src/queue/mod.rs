@@ -17,10 +17,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, info_span, warn, Instrument};
 
 pub use backoff::Backoff;
-pub use handler::{JobError, JobHandler, LoggingHandler};
+pub use handler::{JobContext, JobError, JobHandler, LoggingHandler};
 
 use crate::store::{ClaimedJob, Finish, Store};
 use crate::time::now_ms;
+
+/// How long a job asked to stop has to clean up before it is aborted.
+const STOP_GRACE: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 pub struct QueueSettings {
@@ -197,13 +200,14 @@ impl Worker {
 
     /// Runs the handler with heartbeats; decides how the attempt ends.
     async fn attempt(&self, job: &ClaimedJob) -> Finish {
-        let cancel = self.abandon.child_token();
+        let cx = JobContext::new(self.store.clone());
+        let abandoned = self.abandon.child_token();
         let handler = self.handler.clone();
         let owned = job.clone();
-        let handler_cancel = cancel.clone();
+        let handler_cx = cx.clone();
         let mut run = tokio::spawn(
             async move {
-                std::panic::AssertUnwindSafe(handler.run(&owned, handler_cancel))
+                std::panic::AssertUnwindSafe(handler.run(&owned, handler_cx))
                     .catch_unwind()
                     .await
             }
@@ -211,26 +215,51 @@ impl Worker {
         );
         let mut heartbeat = tokio::time::interval(self.settings.lease / 3);
         heartbeat.tick().await;
+        // A stop is looked for more often than the lease is renewed: a
+        // person who typed `/forgehand stop` is waiting to see it work.
+        let mut stop_check = tokio::time::interval(self.settings.poll_interval);
+        stop_check.tick().await;
         loop {
             tokio::select! {
                 joined = &mut run => {
                     return match joined {
-                        Ok(Ok(result)) => self.settle(job, result),
-                        Ok(Err(panic)) => self.settle(job, Err(JobError::retryable(format!("panicked: {}", panic_message(&panic))))),
-                        Err(join) => self.settle(job, Err(JobError::retryable(format!("task failed: {join}")))),
+                        Ok(Ok(result)) => self.settle(job, &cx, result),
+                        Ok(Err(panic)) => self.settle(job, &cx, Err(JobError::retryable(format!("panicked: {}", panic_message(&panic))))),
+                        Err(join) => self.settle(job, &cx, Err(JobError::retryable(format!("task failed: {join}")))),
                     };
                 }
-                _ = self.abandon.cancelled() => {
-                    cancel.cancel();
+                _ = abandoned.cancelled() => {
+                    cx.cancel.cancel();
                     run.abort();
                     return Finish::Released;
+                }
+                _ = stop_check.tick(), if !cx.cancel.is_cancelled() => {
+                    match self.store.stop_requested(job.id).await {
+                        Ok(Some(reason)) => {
+                            info!(%reason, "stop requested; cancelling the job");
+                            cx.stop(reason.clone());
+                            // The handler cleans up (its sandbox, its
+                            // status comment); one that does not is cut off.
+                            match tokio::time::timeout(STOP_GRACE, &mut run).await {
+                                Ok(Ok(Ok(Ok(result)))) => return Finish::Succeeded { result },
+                                Ok(_) => {}
+                                Err(_) => {
+                                    warn!(grace = ?STOP_GRACE, "the job did not stop in time; aborting it");
+                                    run.abort();
+                                }
+                            }
+                            return Finish::Cancelled { reason };
+                        }
+                        Ok(None) => {}
+                        Err(error) => warn!(%error, "looking for a stop request failed; retrying"),
+                    }
                 }
                 _ = heartbeat.tick() => {
                     match self.store.heartbeat(job, &self.id, self.settings.lease).await {
                         Ok(true) => {}
                         Ok(false) => {
                             // Another worker reclaimed it: stop, never run twice at once.
-                            cancel.cancel();
+                            cx.cancel.cancel();
                             run.abort();
                             return Finish::Failed { error: "lease lost".into() };
                         }
@@ -241,9 +270,17 @@ impl Worker {
         }
     }
 
-    fn settle(&self, job: &ClaimedJob, result: Result<serde_json::Value, JobError>) -> Finish {
+    fn settle(
+        &self,
+        job: &ClaimedJob,
+        cx: &JobContext,
+        result: Result<serde_json::Value, JobError>,
+    ) -> Finish {
         match result {
             Ok(result) => Finish::Succeeded { result },
+            Err(_) if cx.stop_reason().is_some() => Finish::Cancelled {
+                reason: cx.stop_reason().unwrap_or_default().to_owned(),
+            },
             Err(JobError::Permanent(error)) => Finish::Failed { error },
             Err(JobError::Cancelled(reason)) => Finish::Cancelled { reason },
             Err(JobError::Retryable(error)) if job.attempt >= job.max_attempts => Finish::Dead {

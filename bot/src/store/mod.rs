@@ -107,6 +107,9 @@ pub struct NewJob {
     pub target_key: String,
     /// The [`Job`] as JSON.
     pub payload: String,
+    /// Work on the target, which a newer request supersedes while it
+    /// waits ([`Job::supersedable`]).
+    pub supersedable: bool,
 }
 
 impl From<&Job> for NewJob {
@@ -115,8 +118,21 @@ impl From<&Job> for NewJob {
             kind: job.kind(),
             target_key: job.target_key(),
             payload: serde_json::to_string(job).expect("jobs serialize"),
+            supersedable: job.supersedable(),
         }
     }
+}
+
+/// One job of a target, as its history shows it.
+#[derive(Debug, Clone)]
+pub struct TargetJob {
+    pub id: i64,
+    pub state: JobState,
+    pub job: Job,
+    pub result: Option<serde_json::Value>,
+    pub error: Option<String>,
+    /// The stop or newer request that ended it.
+    pub stopped_by: Option<i64>,
 }
 
 /// A delivery body, compressed with LZ4. Webhook bodies are repetitive
@@ -300,6 +316,21 @@ pub trait Store: Send + Sync + 'static {
     /// or to the dead letters when they have no attempt left. Returns how
     /// many were recovered.
     async fn recover_expired_leases(&self) -> StoreResult<u64>;
+
+    /// `/forgehand stop` (job `by`): cancels the target's waiting work and
+    /// asks its running job to stop with `reason`. Returns the ids of the
+    /// jobs stopped, running ones first.
+    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>>;
+
+    /// A newer request (job `by`) whose sender may command the bot cancels
+    /// the target's older waiting work. Returns the ids cancelled.
+    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
+
+    /// Why `job` was asked to stop (`/forgehand stop`), once it was.
+    async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>>;
+
+    /// The latest jobs of one target (`forge:owner/name#number`), newest first.
+    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>>;
 
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>>;
     async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>>;

@@ -70,6 +70,36 @@ const JOB_COLUMNS: &str =
     "id, delivery, kind, payload, target_key, state, attempts, max_attempts, run_at, \
      lease_owner, lease_expires_at, last_error, result, created_at, updated_at, finished_at";
 
+/// Cancels a target's waiting work (older than job `by`).
+async fn cancel_waiting(
+    tx: &mut sqlx::SqliteConnection,
+    target_key: &str,
+    by: i64,
+    reason: &str,
+    now: i64,
+) -> StoreResult<Vec<i64>> {
+    Ok(sqlx::query_scalar(
+        "UPDATE jobs SET state = 'cancelled', last_error = ?1, stopped_by = ?2, \
+             finished_at = ?3, updated_at = ?3, lease_owner = NULL, lease_expires_at = NULL \
+         WHERE target_key = ?4 AND state = 'queued' AND supersedable = 1 AND id < ?2 RETURNING id",
+    )
+    .bind(reason)
+    .bind(by)
+    .bind(now)
+    .bind(target_key)
+    .fetch_all(tx)
+    .await?)
+}
+
+type TargetRow = (
+    i64,
+    JobState,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+);
+
 #[async_trait]
 impl Store for SqliteStore {
     fn intake_log(&self) -> Box<dyn IntakeLog> {
@@ -84,12 +114,18 @@ impl Store for SqliteStore {
         let mut tx = self.pool.begin().await?;
         // The UPDATE takes SQLite's write lock first, so two claimers never
         // see the same queued row; the unique index on running jobs per
-        // target backs the NOT EXISTS up.
+        // target backs the first NOT EXISTS up. A stop runs beside the job
+        // it stops. Of a target's waiting work the newest goes first: if its
+        // sender may command the bot, it supersedes the rest.
         let claimed: Option<(i64, i64, i64, String)> = sqlx::query_as(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?1, \
                  lease_expires_at = ?2, updated_at = ?3 \
              WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND j.run_at <= ?3 \
-                 AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.target_key = j.target_key AND r.state = 'running') \
+                 AND (j.kind = 'command.stop' OR NOT EXISTS (SELECT 1 FROM jobs r \
+                     WHERE r.target_key = j.target_key AND r.state = 'running' AND r.kind <> 'command.stop')) \
+                 AND NOT (j.supersedable = 1 AND EXISTS (SELECT 1 FROM jobs n \
+                     WHERE n.target_key = j.target_key AND n.state = 'queued' AND n.supersedable = 1 \
+                     AND n.id > j.id AND n.run_at <= ?3)) \
                  ORDER BY j.run_at, j.id LIMIT 1) \
              RETURNING id, attempts, max_attempts, payload",
         )
@@ -313,6 +349,65 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(Some(JobDetail { job, runs }))
+    }
+
+    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let mut stopped: Vec<i64> = sqlx::query_scalar(
+            "UPDATE jobs SET stop_reason = ?1, stopped_by = ?2, updated_at = ?3 \
+             WHERE target_key = ?4 AND state = 'running' AND kind <> 'command.stop' RETURNING id",
+        )
+        .bind(reason)
+        .bind(by)
+        .bind(now)
+        .bind(target_key)
+        .fetch_all(&mut *tx)
+        .await?;
+        stopped.extend(cancel_waiting(&mut tx, target_key, by, reason, now).await?);
+        tx.commit().await?;
+        Ok(stopped)
+    }
+
+    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>> {
+        let mut tx = self.pool.begin().await?;
+        let reason = format!("superseded by job {by}, a newer request");
+        let cancelled = cancel_waiting(&mut tx, target_key, by, &reason, now_ms()).await?;
+        tx.commit().await?;
+        Ok(cancelled)
+    }
+
+    async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
+        let reason: Option<Option<String>> =
+            sqlx::query_scalar("SELECT stop_reason FROM jobs WHERE id = ?")
+                .bind(job)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(reason.flatten())
+    }
+
+    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
+        let rows: Vec<TargetRow> = sqlx::query_as(
+            "SELECT id, state, payload, result, last_error, stopped_by FROM jobs \
+             WHERE target_key = ? ORDER BY id DESC LIMIT ?",
+        )
+        .bind(target_key)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(id, state, payload, result, error, stopped_by)| {
+                Ok(TargetJob {
+                    id,
+                    state,
+                    job: serde_json::from_str(&payload)
+                        .map_err(|source| StoreError::CorruptJob { id, source })?,
+                    result: result.and_then(|r| serde_json::from_str(&r).ok()),
+                    error,
+                    stopped_by,
+                })
+            })
+            .collect()
     }
 
     async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>> {

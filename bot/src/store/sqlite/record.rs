@@ -102,18 +102,20 @@ fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> Store
         insert_delivery(tx, d, d.outcome, d.status_code)?
     };
     let mut insert_job = tx.prepare_cached(
-        "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
-         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6)",
+        "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at, supersedable) \
+         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6, ?7)",
     )?;
     let mut jobs = Vec::with_capacity(d.jobs.len());
     for job in &d.jobs {
+        let supersedable = job.supersedable;
         insert_job.execute(params![
             delivery,
             job.kind,
             job.payload,
             job.target_key,
             max_attempts,
-            d.received_at
+            d.received_at,
+            supersedable
         ])?;
         jobs.push(tx.last_insert_rowid());
     }

@@ -1,0 +1,215 @@
+//! What a job asks for, read against its target's history: a retry runs
+//! the last failed work again, `go` carries out the last plan.
+
+use crate::job::{Job, JobCommand, Task};
+use crate::store::{ClaimedJob, JobState, Store, StoreResult, TargetJob};
+
+use super::prepare::PlanStep;
+
+/// Work for the pipeline.
+pub(super) enum Order {
+    Issue {
+        plan: PlanStep,
+    },
+    Review {
+        review_id: Option<u64>,
+        body: String,
+    },
+    /// `@bot …` or `/forgehand fix …` on the bot's pull request.
+    PullRequestRequest {
+        text: String,
+    },
+}
+
+/// A job, resolved.
+pub(super) enum Resolved {
+    Work {
+        order: Order,
+        /// `/forgehand allow-sensitive`: push sensitive files this once.
+        allow_sensitive: bool,
+    },
+    /// Nothing to work on: one reply says why.
+    Answer {
+        reply: String,
+        outcome: &'static str,
+    },
+}
+
+/// How far back a target's history is read.
+const HISTORY: u32 = 50;
+
+pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
+    let job = &claimed.job;
+    match &job.task {
+        Task::Command {
+            command: JobCommand::Retry,
+            ..
+        } => retry(claimed, store, false).await,
+        Task::Command {
+            command: JobCommand::AllowSensitive,
+            ..
+        } => retry(claimed, store, true).await,
+        Task::Command {
+            command: JobCommand::Go,
+            ..
+        } => go(claimed, store).await,
+        task => Ok(match order_for(task, job.on_pull_request) {
+            Some(order) => Resolved::Work {
+                order,
+                allow_sensitive: false,
+            },
+            None => Resolved::Answer {
+                reply: unsupported(job),
+                outcome: "unsupported",
+            },
+        }),
+    }
+}
+
+/// The work a task asks for, when it asks for work.
+fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
+    let order = match (task, on_pull_request) {
+        (Task::Labeled { .. } | Task::Assigned | Task::Request { .. }, false)
+        | (
+            Task::Command {
+                command: JobCommand::Fix { .. },
+                ..
+            },
+            false,
+        ) => Order::Issue {
+            plan: PlanStep::None,
+        },
+        (
+            Task::Command {
+                command: JobCommand::Plan { .. },
+                ..
+            },
+            false,
+        ) => Order::Issue {
+            plan: PlanStep::Propose,
+        },
+        (Task::Request { text, .. }, true) => Order::PullRequestRequest { text: text.clone() },
+        (
+            Task::Command {
+                command: JobCommand::Fix { instructions },
+                ..
+            },
+            true,
+        ) => Order::PullRequestRequest {
+            text: instructions.clone().unwrap_or_else(|| {
+                "Address what the discussion on this pull request asks for.".into()
+            }),
+        },
+        (
+            Task::Review {
+                review_id, body, ..
+            },
+            true,
+        ) => Order::Review {
+            review_id: *review_id,
+            body: body.clone(),
+        },
+        _ => return None,
+    };
+    Some(order)
+}
+
+fn unsupported(job: &Job) -> String {
+    let what = match &job.task {
+        Task::Command {
+            command: JobCommand::Plan { .. },
+            ..
+        } => "`/forgehand plan` works on issues; on a pull request, ask for the change itself",
+        _ if job.on_pull_request => "I did not find work in this request for a pull request",
+        _ => "I did not find work in this request",
+    };
+    format!(
+        "@{} {what}. `/forgehand help` lists what I understand.",
+        job.requested_by
+    )
+}
+
+/// Earlier work on the target, newest first: jobs whose task asks for work,
+/// leaving out the ones a newer request superseded.
+fn earlier_work(
+    history: &[TargetJob],
+    current: i64,
+) -> impl Iterator<Item = (&TargetJob, Order)> + '_ {
+    history
+        .iter()
+        .filter(move |j| j.id != current)
+        .filter(|j| {
+            !j.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with("superseded"))
+        })
+        .filter_map(|j| order_for(&j.job.task, j.job.on_pull_request).map(|o| (j, o)))
+}
+
+async fn retry(
+    claimed: &ClaimedJob,
+    store: &dyn Store,
+    allow_sensitive: bool,
+) -> StoreResult<Resolved> {
+    let job = &claimed.job;
+    let history = store.target_history(&job.target_key(), HISTORY).await?;
+    let Some((last, order)) = earlier_work(&history, claimed.id).next() else {
+        return Ok(Resolved::Answer {
+            reply: format!(
+                "@{} there is nothing to retry: I have not worked on #{} before.",
+                job.requested_by, job.target
+            ),
+            outcome: "nothing_to_retry",
+        });
+    };
+    match last.state {
+        JobState::Failed | JobState::Dead | JobState::Cancelled => Ok(Resolved::Work {
+            order,
+            allow_sensitive,
+        }),
+        state => Ok(Resolved::Answer {
+            reply: format!(
+                "@{} there is nothing to retry: my last job on #{} (job {}) is {}.",
+                job.requested_by,
+                job.target,
+                last.id,
+                state.as_str()
+            ),
+            outcome: "nothing_to_retry",
+        }),
+    }
+}
+
+async fn go(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
+    let job = &claimed.job;
+    let history = store.target_history(&job.target_key(), HISTORY).await?;
+    let plan = history
+        .iter()
+        .filter(|j| j.id != claimed.id)
+        .find(|j| {
+            matches!(
+                j.job.task,
+                Task::Command {
+                    command: JobCommand::Plan { .. },
+                    ..
+                }
+            )
+        })
+        .filter(|j| j.state == JobState::Succeeded)
+        .and_then(|j| j.result.as_ref()?.get("plan")?.as_str().map(str::to_owned));
+    Ok(match plan {
+        Some(plan) => Resolved::Work {
+            order: Order::Issue {
+                plan: PlanStep::Approved(plan),
+            },
+            allow_sensitive: false,
+        },
+        None => Resolved::Answer {
+            reply: format!(
+                "@{} there is no plan to go ahead with on #{}: ask `/forgehand plan` first.",
+                job.requested_by, job.target
+            ),
+            outcome: "no_plan",
+        },
+    })
+}

@@ -1,0 +1,356 @@
+//! The work of a job once it is authorized: the working copy from the
+//! mirror, the agent in the sandbox, the gate, the commit and push, and
+//! the pull request.
+
+use std::time::Instant;
+
+use forgehand_forge::api::{ForgeApi, NewPullRequest, RepoRef, ReviewComment};
+use forgehand_forge::git::{
+    self, deliver, gate, Checks, CommitRequest, Credentials, DeliverError, MirrorCache,
+    PushRequest, SecretScanner,
+};
+use serde_json::{json, Value};
+
+use super::retry::retrying;
+use super::status::{self, StatusComment};
+use super::{Failure, Pipeline};
+use crate::agent::prompts::Prompts;
+use crate::agent::tools::{Files, Toolbox};
+use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
+use crate::model::{Message, ModelClient};
+use crate::store::ClaimedJob;
+
+impl Pipeline {
+    pub(super) async fn work(
+        &self,
+        claimed: &ClaimedJob,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        status: &StatusComment,
+        steps: &mut Steps,
+        work: Work,
+    ) -> Result<Done, Failure> {
+        let job = &claimed.job;
+        let started = Instant::now();
+        let Work {
+            branch,
+            base,
+            prompt,
+            follow_up,
+            plan_only,
+            allow_sensitive,
+        } = work;
+        let url = job.repo.clone_url.clone().ok_or_else(|| {
+            Failure::new(
+                "forge_error",
+                "the webhook named no clone URL for the repository",
+            )
+        })?;
+        let (user, token) = api.git_credentials(repo).await.map_err(Failure::forge)?;
+        let credentials = Credentials::Token {
+            username: user,
+            token: token.clone(),
+        };
+        let job_dir = std::path::absolute(
+            self.config
+                .git
+                .work_dir
+                .join(format!("job-{}-{}", claimed.id, claimed.run)),
+        )
+        .map_err(Failure::infra)?;
+        let (tree, git_dir) = (job_dir.join("tree"), job_dir.join("tree.git"));
+        let _ = std::fs::remove_dir_all(&job_dir);
+
+        // The working copy: from the mirror, on the bot's branch (its
+        // existing one when a previous run pushed it).
+        let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
+        let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
+        let prepared = {
+            let (url, credentials, branch, base, tree, git_dir) = (
+                url.clone(),
+                credentials.clone(),
+                branch.clone(),
+                base.clone(),
+                tree.clone(),
+                git_dir.clone(),
+            );
+            tokio::task::spawn_blocking(
+                move || -> Result<(Option<git2::Oid>, git::Snapshot), String> {
+                    let mirror = mirrors
+                        .update(&key, &url, &credentials)
+                        .map_err(|e| e.to_string())?;
+                    let exists = mirror
+                        .repo
+                        .find_reference(&format!("refs/heads/{branch}"))
+                        .is_ok();
+                    let (copy, expected) = if exists {
+                        let (copy, tip) = mirror
+                            .follow_up_copy(&tree, &git_dir, &branch)
+                            .map_err(|e| e.to_string())?;
+                        (copy, Some(tip))
+                    } else {
+                        (
+                            mirror
+                                .working_copy(&tree, &git_dir, &base, &branch)
+                                .map_err(|e| e.to_string())?,
+                            None,
+                        )
+                    };
+                    let before = gate::before(&copy).map_err(|e| e.to_string())?;
+                    Ok((expected, before))
+                },
+            )
+            .await
+            .map_err(Failure::infra)?
+        };
+        let (expected, before) = prepared.map_err(|e| Failure {
+            reason: "forge_error".into(),
+            message: e,
+            retryable: true,
+        })?;
+        steps.done("working copy");
+        let _ = status.set(api, repo, &status::working(2)).await;
+
+        // The agent, in the sandbox.
+        let secrets = vec![("forge token".to_owned(), token)];
+        let mut transcript = Transcript::create(
+            &self.config.agent.transcript_dir,
+            &format!("job-{}-{}", claimed.id, claimed.run),
+            secrets
+                .iter()
+                .map(|(_, s)| s.clone())
+                .chain(self.config.model.api_key.clone())
+                .collect(),
+        )
+        .map_err(Failure::infra)?;
+        steps.transcript = Some(transcript.path().display().to_string());
+        let sandbox = self
+            .backend
+            .create(self.config.sandbox.spec(&tree))
+            .await
+            .map_err(Failure::infra)?;
+        let files = Files::open(&tree).map_err(Failure::infra)?;
+        let prompts =
+            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        let messages = vec![
+            Message::System {
+                content: prompts.system(&files),
+            },
+            Message::User { content: prompt },
+        ];
+        let model = ModelClient::new(self.config.model.settings()).map_err(Failure::infra)?;
+        let toolbox = Toolbox {
+            files,
+            sandbox: &*sandbox,
+            max_command_time: self.config.sandbox.limits().timeout,
+        };
+        let price = |usage| self.config.model.cost(usage);
+        let settings = AgentSettings {
+            budgets: Budgets::from_config(&self.config.agent),
+            context_tokens: self.config.agent.context_tokens,
+            price: &price,
+        };
+        let report = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
+        let _ = sandbox.destroy().await;
+        let (title, summary) = match report.outcome {
+            Outcome::Finished { summary, title } => (title, summary),
+            Outcome::Stopped { reason, message } => {
+                let _ = std::fs::remove_dir_all(&job_dir);
+                return Err(Failure::new(&reason, message));
+            }
+        };
+        if plan_only {
+            // A plan changes nothing: what the agent wrote is thrown away.
+            let _ = std::fs::remove_dir_all(&job_dir);
+            steps.done("agent");
+            return Ok(Done::Planned { plan: summary });
+        }
+        steps.done("agent");
+        let _ = status.set(api, repo, &status::working(3)).await;
+
+        // The gate, the commit and the push.
+        let mut policy = self.config.git.policy_for(&repo.full_name());
+        policy.allow_sensitive |= allow_sensitive;
+        let scanner = SecretScanner::new(secrets);
+        let identity = self.config.git.identity();
+        let prefix = self.config.git.branch_prefix().to_owned();
+        let requested_by = job.requested_by.clone();
+        let job_id = claimed.id;
+        let delivered = {
+            let (git_dir, branch, base, url) =
+                (git_dir.clone(), branch.clone(), base.clone(), url.clone());
+            let message = format!("{title}\n\n{summary}");
+            tokio::task::spawn_blocking(
+                move || -> Result<(Option<String>, Vec<String>, String), Failure> {
+                    let copy = git2::Repository::open(&git_dir).map_err(Failure::infra)?;
+                    let co_author_email = format!("{requested_by}@users.noreply.github.com");
+                    let delivery = deliver(
+                        &copy,
+                        Checks {
+                            before: &before,
+                            scanner: &scanner,
+                            policy,
+                        },
+                        &identity,
+                        &CommitRequest {
+                            message: &message,
+                            co_author: Some((&requested_by, &co_author_email)),
+                            job: job_id,
+                        },
+                        Some((
+                            &PushRequest {
+                                url: &url,
+                                branch: &branch,
+                                default_branch: &base,
+                                prefix: &prefix,
+                                expected,
+                            },
+                            &credentials,
+                        )),
+                    )
+                    .map_err(|e| match e {
+                        DeliverError::Refused(refusal) => {
+                            Failure::new(refusal.reason.code(), refusal.to_string())
+                        }
+                        DeliverError::Push(push) => Failure {
+                            reason: "forge_error".into(),
+                            message: push.to_string(),
+                            retryable: true,
+                        },
+                        other => Failure::infra(other),
+                    })?;
+                    let files = match delivery.commit {
+                        Some(oid) => changed_files(&copy, oid).map_err(Failure::infra)?,
+                        None => Vec::new(),
+                    };
+                    Ok((
+                        delivery.commit.map(|c| c.to_string()),
+                        files,
+                        delivery.cleared.report.to_markdown(),
+                    ))
+                },
+            )
+            .await
+            .map_err(Failure::infra)??
+        };
+        let _ = std::fs::remove_dir_all(&job_dir);
+        let (commit, files, findings) = delivered;
+        if commit.is_none() {
+            return Err(Failure::new(
+                "no_changes",
+                "the agent finished without changing anything",
+            ));
+        }
+        steps.done("gate, commit and push");
+        if let Some((pr, threads)) = follow_up {
+            let sha: String = commit.unwrap_or_default().chars().take(10).collect();
+            let reply = format!("Done in {sha}.");
+            for thread in &threads {
+                retrying(|| api.reply_to_review_comment(repo, pr.number, thread, &reply))
+                    .await
+                    .map_err(Failure::forge)?;
+            }
+            steps.done("replies");
+            return Ok(Done::PullRequest {
+                number: pr.number,
+                url: pr.url,
+                updated: true,
+            });
+        }
+        let _ = status.set(api, repo, &status::working(5)).await;
+        let body = status::pull_request_body(&status::PullRequestBody {
+            summary: &summary,
+            closes: job.target,
+            files: &files,
+            findings: &findings,
+            isolation: &self.isolation,
+            cost_usd: report.cost_usd,
+            turns: report.turns,
+            duration: started.elapsed(),
+        });
+        let new = NewPullRequest {
+            title: &title,
+            body: &body,
+            head: &branch,
+            base: &base,
+        };
+        // Safe to repeat: the open pull request of the branch is looked for
+        // first, so a try that made it before failing is not made twice.
+        let pr = retrying(|| api.open_pull_request(repo, &new))
+            .await
+            .map_err(Failure::forge)?;
+        steps.done("pull request");
+        Ok(Done::PullRequest {
+            number: pr.number,
+            url: pr.url,
+            updated: false,
+        })
+    }
+}
+
+/// What a job works on.
+pub(super) struct Work {
+    pub branch: String,
+    pub base: String,
+    /// The task, for the agent.
+    pub prompt: String,
+    /// A follow-up's pull request and the review threads to answer.
+    pub follow_up: Option<(forgehand_forge::api::PullRequest, Vec<ReviewComment>)>,
+    /// `/forgehand plan`: the agent's summary is the answer, nothing is pushed.
+    pub plan_only: bool,
+    /// `/forgehand allow-sensitive`: sensitive files may be pushed this once.
+    pub allow_sensitive: bool,
+}
+
+/// How a job's work ended well.
+pub(super) enum Done {
+    PullRequest {
+        number: u64,
+        url: String,
+        /// A follow-up pushed to an existing pull request.
+        updated: bool,
+    },
+    Planned {
+        plan: String,
+    },
+}
+
+/// Each step's time, as the job's result records it.
+pub(super) struct Steps {
+    last: Instant,
+    pub list: Vec<Value>,
+    /// Where the agent's transcript is, once there is one.
+    pub transcript: Option<String>,
+}
+
+impl Steps {
+    pub fn new() -> Self {
+        Steps {
+            last: Instant::now(),
+            list: Vec::new(),
+            transcript: None,
+        }
+    }
+
+    pub fn done(&mut self, step: &str) {
+        let now = Instant::now();
+        self.list
+            .push(json!({"step": step, "ms": (now - self.last).as_millis() as u64}));
+        self.last = now;
+    }
+}
+
+/// The paths the commit changed against its parent.
+fn changed_files(repo: &git2::Repository, oid: git2::Oid) -> Result<Vec<String>, git2::Error> {
+    let commit = repo.find_commit(oid)?;
+    let parent = commit.parent(0).ok().map(|p| p.tree()).transpose()?;
+    let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&commit.tree()?), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .collect())
+}
