@@ -21,3 +21,18 @@ CREATE UNIQUE INDEX jobs_one_running_per_target ON jobs (target_key)
 -- A target's waiting and running jobs, looked up when claiming, stopping
 -- and superseding, and for a target's history (retry, go).
 CREATE INDEX jobs_by_target ON jobs (target_key, state);
+
+-- GitHub App installations, kept from their webhooks: which accounts
+-- installed the App and which repositories it can reach.
+CREATE TABLE installations (
+    id          INTEGER PRIMARY KEY,
+    account     TEXT    NOT NULL,
+    -- active, suspended or deleted
+    state       TEXT    NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE TABLE installation_repositories (
+    installation  INTEGER NOT NULL REFERENCES installations (id),
+    repository    TEXT    NOT NULL,
+    PRIMARY KEY (installation, repository)
+);

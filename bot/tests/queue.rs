@@ -88,6 +88,7 @@ impl Queue {
                 detail: None,
                 payload: Some(CompressedPayload::compress(b"{}")),
                 jobs: vec![(&job).into()],
+                installation: None,
                 received_at: forgehand_bot::time::now_ms(),
             };
             match self

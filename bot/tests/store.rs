@@ -41,6 +41,7 @@ fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
         detail: None,
         payload: Some(CompressedPayload::compress(b"{\"x\":1}")),
         jobs: vec![(&job).into(); jobs],
+        installation: None,
         received_at: 1,
     }
 }

@@ -20,6 +20,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/deliveries", get(deliveries))
         .route("/jobs", get(jobs))
         .route("/jobs/{id}", get(job))
+        .route("/installations", get(installations))
         .layer(middleware::from_fn_with_state(state, require_token))
 }
 
@@ -52,6 +53,18 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
         return response;
     }
     next.run(request).await
+}
+
+/// The GitHub App's installations and the repositories each can reach,
+/// as their webhooks told.
+async fn installations(State(state): State<AppState>) -> Response {
+    match state.store.installations().await {
+        Ok(rows) => Json(json!({ "installations": rows })).into_response(),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read installations: {e}"),
+        ),
+    }
 }
 
 const MAX_LIMIT: u32 = 500;

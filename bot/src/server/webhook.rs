@@ -15,7 +15,10 @@ use serde_json::json;
 use tracing::{info, info_span, warn, Instrument};
 
 use super::AppState;
-use crate::store::{CompressedPayload, NewDelivery, NewJob, Outcome, Recorded};
+use crate::store::{
+    CompressedPayload, InstallationChange, InstallationUpdate, NewDelivery, NewJob, Outcome,
+    Recorded,
+};
 use crate::time::now_ms;
 use crate::trigger::{decide, Decision};
 
@@ -82,6 +85,7 @@ async fn handle(
                 detail: None,
                 payload: None,
                 jobs: Vec::new(),
+                installation: None,
                 received_at,
             };
             // An untrusted event name must not become a metrics label.
@@ -214,7 +218,17 @@ async fn accept(
 ) -> Response {
     let decision = decide(u.forge, &u.event, &state.bot);
     let event_name = u.event.name();
+    let installation = installation_change(&u.event);
     let (outcome, status, jobs, detail, reason) = match decision {
+        // Nothing to do, but something to remember: which repositories
+        // the App can reach.
+        Decision::Ignore { .. } if installation.is_some() => (
+            Outcome::Accepted,
+            StatusCode::ACCEPTED,
+            Vec::new(),
+            Some(event_name.clone()),
+            None,
+        ),
         Decision::Act { jobs, detail } => (
             Outcome::Accepted,
             StatusCode::ACCEPTED,
@@ -250,6 +264,7 @@ async fn accept(
             .keep_payloads
             .then(|| CompressedPayload::compress(&u.body)),
         jobs: jobs.iter().map(NewJob::from).collect(),
+        installation,
         received_at,
     };
     match state.intake.record(record).await {
@@ -285,6 +300,53 @@ async fn accept(
                 .into_response()
         }
     }
+}
+
+/// The change an App installation event makes to what the App can reach.
+fn installation_change(event: &forgehand_forge::Event) -> Option<InstallationChange> {
+    use forgehand_forge::{Event, InstallationAction};
+    let (id, account, update) = match event {
+        Event::Installation {
+            action,
+            installation_id,
+            account,
+            repositories,
+            ..
+        } => {
+            let update = match action {
+                InstallationAction::Created => InstallationUpdate::Installed {
+                    repositories: repositories.clone(),
+                },
+                InstallationAction::Deleted => InstallationUpdate::Deleted,
+                InstallationAction::Suspended => InstallationUpdate::Suspended,
+                InstallationAction::Unsuspended => InstallationUpdate::Unsuspended,
+                InstallationAction::NewPermissionsAccepted => return None,
+            };
+            (*installation_id, account, update)
+        }
+        // Both lists are applied whatever the action: an "added" event
+        // lists nothing removed, and the other way round.
+        Event::InstallationRepositories {
+            installation_id,
+            account,
+            added,
+            removed,
+            ..
+        } => (
+            *installation_id,
+            account,
+            InstallationUpdate::Repositories {
+                added: added.clone(),
+                removed: removed.clone(),
+            },
+        ),
+        _ => return None,
+    };
+    Some(InstallationChange {
+        id,
+        account: account.clone(),
+        update,
+    })
 }
 
 fn event_target(event: &forgehand_forge::Event) -> Option<u64> {

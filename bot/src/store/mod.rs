@@ -95,7 +95,42 @@ pub struct NewDelivery {
     /// The verified body, kept for accepted deliveries.
     pub payload: Option<CompressedPayload>,
     pub jobs: Vec<NewJob>,
+    /// A GitHub App installation event's change, recorded with it.
+    pub installation: Option<InstallationChange>,
     pub received_at: i64,
+}
+
+/// What an installation event changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallationChange {
+    pub id: u64,
+    pub account: String,
+    pub update: InstallationUpdate,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallationUpdate {
+    /// Installed, with the repositories it was given.
+    Installed {
+        repositories: Vec<String>,
+    },
+    Deleted,
+    Suspended,
+    Unsuspended,
+    Repositories {
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+}
+
+/// An installation as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InstallationRow {
+    pub id: i64,
+    pub account: String,
+    pub state: String,
+    pub repositories: Vec<String>,
+    pub updated_at: i64,
 }
 
 /// A job as it is stored, encoded by the request that made it: the intake
@@ -325,6 +360,9 @@ pub trait Store: Send + Sync + 'static {
     /// A newer request (job `by`) whose sender may command the bot cancels
     /// the target's older waiting work. Returns the ids cancelled.
     async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
+
+    /// The GitHub App installations recorded from their webhooks.
+    async fn installations(&self) -> StoreResult<Vec<InstallationRow>>;
 
     /// Why `job` was asked to stop (`/forgehand stop`), once it was.
     async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>>;

@@ -9,6 +9,9 @@ use super::{BOT, LABEL};
 #[derive(Debug, Clone)]
 pub(crate) struct Expect {
     pub(crate) forge: &'static str,
+    /// Accepted without a job: the delivery changes what Forgehand
+    /// records (an App installation and its repositories).
+    pub(crate) records: bool,
     /// The event header sent.
     pub(crate) event: String,
     pub(crate) event_name: String,
@@ -102,6 +105,7 @@ impl Expect {
     ) -> Self {
         Expect {
             forge,
+            records: false,
             event: event.to_owned(),
             event_name: name,
             repo: repo_of(v),
@@ -118,6 +122,7 @@ impl Expect {
     fn other(forge: &'static str, event: &str, action: Option<&str>) -> Self {
         Expect {
             forge,
+            records: false,
             event: event.to_owned(),
             event_name: match action {
                 Some(a) => format!("{event}.{a}"),
@@ -131,6 +136,11 @@ impl Expect {
             job: None,
             reason: Some("does not act on"),
         }
+    }
+
+    fn records(mut self) -> Self {
+        self.records = true;
+        self
     }
 
     fn no_target(mut self) -> Self {
@@ -263,12 +273,18 @@ pub(crate) fn github_expect(event: &str, v: &Value) -> Expect {
                 "unsuspend" => "unsuspended",
                 _ => return Expect::other(FORGE, event, action),
             };
-            typed(format!("installation.{name}")).no_repo().no_target()
+            let e = typed(format!("installation.{name}")).no_repo().no_target();
+            if name == "new_permissions_accepted" {
+                e
+            } else {
+                e.records()
+            }
         }
         ("installation_repositories", Some(a @ ("added" | "removed"))) => {
             typed(format!("installation_repositories.{a}"))
                 .no_repo()
                 .no_target()
+                .records()
         }
         _ => Expect::other(FORGE, event, action),
     }

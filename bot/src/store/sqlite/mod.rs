@@ -377,6 +377,32 @@ impl Store for SqliteStore {
         Ok(cancelled)
     }
 
+    async fn installations(&self) -> StoreResult<Vec<InstallationRow>> {
+        let rows: Vec<(i64, String, String, i64)> =
+            sqlx::query_as("SELECT id, account, state, updated_at FROM installations ORDER BY id")
+                .fetch_all(&self.pool)
+                .await?;
+        let repos: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT installation, repository FROM installation_repositories ORDER BY repository",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, account, state, updated_at)| InstallationRow {
+                id,
+                account,
+                state,
+                repositories: repos
+                    .iter()
+                    .filter(|(i, _)| *i == id)
+                    .map(|(_, r)| r.clone())
+                    .collect(),
+                updated_at,
+            })
+            .collect())
+    }
+
     async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
         let reason: Option<Option<String>> =
             sqlx::query_scalar("SELECT stop_reason FROM jobs WHERE id = ?")

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, params_from_iter, Connection, Transaction};
 
 use crate::store::{
-    CompressedPayload, IntakeLog, NewDelivery, Outcome, Recorded, StoreError, StoreResult,
-    SyncHandle,
+    CompressedPayload, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery, Outcome,
+    Recorded, StoreError, StoreResult, SyncHandle,
 };
 
 pub(super) struct SqliteIntake {
@@ -119,7 +119,54 @@ fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> Store
         ])?;
         jobs.push(tx.last_insert_rowid());
     }
+    if let Some(change) = &d.installation {
+        record_installation(tx, change, d.received_at)?;
+    }
     Ok(Recorded::New { delivery, jobs })
+}
+
+fn record_installation(
+    tx: &Transaction<'_>,
+    change: &InstallationChange,
+    now: i64,
+) -> StoreResult<()> {
+    // A change of repositories says nothing of the installation's state.
+    let state = match change.update {
+        InstallationUpdate::Deleted => Some("deleted"),
+        InstallationUpdate::Suspended => Some("suspended"),
+        InstallationUpdate::Installed { .. } | InstallationUpdate::Unsuspended => Some("active"),
+        InstallationUpdate::Repositories { .. } => None,
+    };
+    let id = change.id as i64;
+    tx.execute(
+        "INSERT INTO installations (id, account, state, updated_at) VALUES (?1, ?2, coalesce(?3, 'active'), ?4) \
+         ON CONFLICT (id) DO UPDATE SET account = ?2, state = coalesce(?3, state), updated_at = ?4",
+        params![id, change.account, state, now],
+    )?;
+    let (added, removed): (&[String], &[String]) = match &change.update {
+        InstallationUpdate::Installed { repositories } => {
+            tx.execute(
+                "DELETE FROM installation_repositories WHERE installation = ?1",
+                [id],
+            )?;
+            (repositories, &[])
+        }
+        InstallationUpdate::Repositories { added, removed } => (added, removed),
+        _ => (&[], &[]),
+    };
+    for repo in added {
+        tx.execute(
+            "INSERT OR IGNORE INTO installation_repositories (installation, repository) VALUES (?1, ?2)",
+            params![id, repo],
+        )?;
+    }
+    for repo in removed {
+        tx.execute(
+            "DELETE FROM installation_repositories WHERE installation = ?1 AND repository = ?2",
+            params![id, repo],
+        )?;
+    }
+    Ok(())
 }
 
 /// A redelivery: recorded as such, pointing at the first delivery's jobs.
