@@ -4,7 +4,8 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::state::{FakeComment, FakeIssue, ForgeState};
-use super::{Answer, Request};
+use super::webhooks::Change;
+use super::{Answer, Kind, Request};
 
 pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {
     let (repo, user, body, query) = (r.repo, r.user, r.body, r.query);
@@ -44,8 +45,9 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 user,
                 body["body"].as_str().unwrap_or_default(),
             );
-            let c = s.comments.iter().find(|c| c.id == id).unwrap();
-            Ok((StatusCode::CREATED, comment_json(c)))
+            let answer = comment_json(s.comments.iter().find(|c| c.id == id).unwrap());
+            s.notify(Kind::Gitea, repo, user, Change::Commented { comment: id });
+            Ok((StatusCode::CREATED, answer))
         }
         ("PATCH", "/issues/comments/{id}") => {
             let c = s
@@ -56,8 +58,16 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             if c.user != user {
                 return Err((StatusCode::FORBIDDEN, "not your comment".into()));
             }
-            c.body = body["body"].as_str().unwrap_or_default().into();
-            Ok((StatusCode::OK, comment_json(c)))
+            let text = body["body"].as_str().unwrap_or_default().into();
+            let from = std::mem::replace(&mut c.body, text);
+            let (answer, comment) = (comment_json(c), c.id);
+            s.notify(
+                Kind::Gitea,
+                repo,
+                user,
+                Change::CommentEdited { comment, from },
+            );
+            Ok((StatusCode::OK, answer))
         }
         ("POST", "/issues/{index}/reactions") | ("POST", "/issues/comments/{id}/reactions") => {
             let target = if t.contains("comments") {
@@ -105,8 +115,14 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }
-        ("POST", "/pulls") => match s.open_pull(repo, user, body) {
-            Some(pr) => Ok((StatusCode::CREATED, pull_json(pr))),
+        ("POST", "/pulls") => match s
+            .open_pull(repo, user, body)
+            .map(|pr| (pull_json(pr), pr.number))
+        {
+            Some((answer, number)) => {
+                s.notify(Kind::Gitea, repo, user, Change::PullOpened { number });
+                Ok((StatusCode::CREATED, answer))
+            }
             None => Err((
                 StatusCode::CONFLICT,
                 "pull request already exists for these targets".into(),
@@ -121,18 +137,31 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             Ok((StatusCode::OK, pull_json(pr)))
         }
         ("PATCH", "/pulls/{index}") => {
-            let pr = s
-                .edit_pull(repo, r.num("index"), body)
-                .ok_or_else(not_found)?;
-            Ok((StatusCode::CREATED, pull_json(pr)))
+            let number = r.num("index");
+            let before = s
+                .issues
+                .iter()
+                .find(|i| i.repo == repo && i.number == number)
+                .cloned();
+            let pr = s.edit_pull(repo, number, body).ok_or_else(not_found)?;
+            let answer = pull_json(pr);
+            if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, s)) {
+                s.notify(Kind::Gitea, repo, user, change);
+            }
+            Ok((StatusCode::CREATED, answer))
         }
         ("POST", "/pulls/{index}/requested_reviewers") => {
+            let number = r.num("index");
             for reviewer in body["reviewers"].as_array().into_iter().flatten() {
-                s.review_requests.push((
-                    repo.into(),
-                    r.num("index"),
-                    reviewer.as_str().unwrap_or_default().into(),
-                ));
+                let reviewer = reviewer.as_str().unwrap_or_default().to_owned();
+                s.review_requests
+                    .push((repo.into(), number, reviewer.clone()));
+                s.notify(
+                    Kind::Gitea,
+                    repo,
+                    user,
+                    Change::ReviewRequested { number, reviewer },
+                );
             }
             Ok((StatusCode::CREATED, json!([])))
         }
@@ -185,6 +214,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 body["body"].as_str().unwrap_or_default(),
                 &borrowed,
             );
+            s.notify(Kind::Gitea, repo, user, Change::Reviewed { review: id });
             Ok((
                 StatusCode::OK,
                 json!({"id": id, "user": {"login": user}, "state": state}),
@@ -216,6 +246,7 @@ fn issue_json(i: &FakeIssue) -> Value {
         "id": i.number, "number": i.number, "title": i.title, "body": i.body,
         "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
         "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+        "assignees": i.assignees.iter().map(|a| json!({"login": a})).collect::<Vec<_>>(),
         "pull_request": i.pull.as_ref().map(|_| json!({"merged": false})),
     })
 }

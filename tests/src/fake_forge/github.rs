@@ -6,7 +6,8 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::state::{FakeComment, FakeIssue, ForgeState};
-use super::{Answer, Request};
+use super::webhooks::Change;
+use super::{Answer, Kind, Request};
 use crate::api_spec::Matched;
 
 /// The login installation tokens act as.
@@ -131,8 +132,9 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 user,
                 body["body"].as_str().unwrap_or_default(),
             );
-            let c = s.comments.iter().find(|c| c.id == id).unwrap();
-            Ok((StatusCode::CREATED, comment_json(c)))
+            let answer = comment_json(s.comments.iter().find(|c| c.id == id).unwrap());
+            s.notify(Kind::GitHub, repo, user, Change::Commented { comment: id });
+            Ok((StatusCode::CREATED, answer))
         }
         ("PATCH", "/issues/comments/{comment_id}") => {
             let c = s
@@ -146,8 +148,18 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                     "Must have admin rights to Repository.".into(),
                 ));
             }
-            c.body = body["body"].as_str().unwrap_or_default().into();
-            Ok((StatusCode::OK, comment_json(c)))
+            let from = std::mem::replace(
+                &mut c.body,
+                body["body"].as_str().unwrap_or_default().into(),
+            );
+            let (answer, comment) = (comment_json(c), c.id);
+            s.notify(
+                Kind::GitHub,
+                repo,
+                user,
+                Change::CommentEdited { comment, from },
+            );
+            Ok((StatusCode::OK, answer))
         }
         ("POST", "/issues/{issue_number}/reactions")
         | ("POST", "/issues/comments/{comment_id}/reactions") => {
@@ -197,8 +209,14 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }
-        ("POST", "/pulls") => match s.open_pull(repo, user, body) {
-            Some(pr) => Ok((StatusCode::CREATED, pull_json(pr))),
+        ("POST", "/pulls") => match s
+            .open_pull(repo, user, body)
+            .map(|pr| (pull_json(pr), pr.number))
+        {
+            Some((answer, number)) => {
+                s.notify(Kind::GitHub, repo, user, Change::PullOpened { number });
+                Ok((StatusCode::CREATED, answer))
+            }
             None => Err((
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "A pull request already exists for this head.".into(),
@@ -213,26 +231,39 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             Ok((StatusCode::OK, pull_json(pr)))
         }
         ("PATCH", "/pulls/{pull_number}") => {
-            let pr = s
-                .edit_pull(repo, r.num("pull_number"), body)
-                .ok_or_else(not_found)?;
-            Ok((StatusCode::OK, pull_json(pr)))
-        }
-        ("POST", "/pulls/{pull_number}/requested_reviewers") => {
             let number = r.num("pull_number");
-            for reviewer in body["reviewers"].as_array().into_iter().flatten() {
-                s.review_requests.push((
-                    repo.into(),
-                    number,
-                    reviewer.as_str().unwrap_or_default().into(),
-                ));
-            }
-            let pr = s
+            let before = s
                 .issues
                 .iter()
                 .find(|i| i.repo == repo && i.number == number)
-                .ok_or_else(not_found)?;
-            Ok((StatusCode::CREATED, pull_json(pr)))
+                .cloned();
+            let pr = s.edit_pull(repo, number, body).ok_or_else(not_found)?;
+            let answer = pull_json(pr);
+            if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, s)) {
+                s.notify(Kind::GitHub, repo, user, change);
+            }
+            Ok((StatusCode::OK, answer))
+        }
+        ("POST", "/pulls/{pull_number}/requested_reviewers") => {
+            let number = r.num("pull_number");
+            let answer = pull_json(
+                s.issues
+                    .iter()
+                    .find(|i| i.repo == repo && i.number == number)
+                    .ok_or_else(not_found)?,
+            );
+            for reviewer in body["reviewers"].as_array().into_iter().flatten() {
+                let reviewer = reviewer.as_str().unwrap_or_default().to_owned();
+                s.review_requests
+                    .push((repo.into(), number, reviewer.clone()));
+                s.notify(
+                    Kind::GitHub,
+                    repo,
+                    user,
+                    Change::ReviewRequested { number, reviewer },
+                );
+            }
+            Ok((StatusCode::CREATED, answer))
         }
         ("GET", "/pulls/{pull_number}/reviews") => {
             let list: Vec<Value> = s
@@ -287,6 +318,12 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 commit_id: original.commit_id.clone(),
                 in_reply_to: Some(parent),
             });
+            s.notify(
+                Kind::GitHub,
+                repo,
+                user,
+                Change::ReviewReply { comment: id },
+            );
             Ok((
                 StatusCode::CREATED,
                 json!({"id": id, "in_reply_to_id": parent, "body": body["body"]}),
@@ -317,6 +354,7 @@ fn issue_json(i: &FakeIssue) -> Value {
         "id": i.number, "number": i.number, "title": i.title, "body": i.body,
         "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
         "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+        "assignees": i.assignees.iter().map(|a| json!({"login": a})).collect::<Vec<_>>(),
     });
     if i.pull.is_some() {
         v["pull_request"] = json!({"url": format!("https://api.github.invalid/repos/{}/pulls/{}", i.repo, i.number)});

@@ -4,11 +4,13 @@
 //! checked against the forge's own API description in
 //! `../shared/testdata` (GitHub's REST OpenAPI subset, Gitea's Swagger); one
 //! the real API would not take is answered 422 and recorded as a
-//! violation, and tests assert there are none.
+//! violation, and tests assert there are none. Changes are announced to
+//! registered webhooks as the real forge would (see [`webhooks`]).
 
 mod gitea;
 mod github;
 pub mod state;
+pub mod webhooks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
 pub use state::ForgeState;
+pub use webhooks::Delivery;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -33,6 +36,10 @@ pub struct FakeForge {
     /// `github.api_url` is set to.
     pub base_url: String,
     pub state: Arc<Mutex<ForgeState>>,
+    kind: Kind,
+    /// Told each time a delivery is answered.
+    answered: Arc<tokio::sync::Notify>,
+    _deliverer: webhooks::Deliverer,
     _server: crate::local_server::LocalServer,
 }
 
@@ -67,11 +74,20 @@ impl FakeForge {
             },
         );
         let server = crate::local_server::LocalServer::start(app).await?;
+        let answered = Arc::new(tokio::sync::Notify::new());
+        let deliverer = webhooks::start(state.clone(), &server.base_url, answered.clone());
         Ok(FakeForge {
             base_url: server.base_url.clone(),
             state,
+            kind,
+            answered,
+            _deliverer: deliverer,
             _server: server,
         })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut ForgeState) -> T) -> T {

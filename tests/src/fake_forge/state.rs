@@ -35,6 +35,8 @@ pub struct ForgeState {
     /// Answers to give the next requests instead of serving them:
     /// (status, Retry-After seconds).
     pub faults: VecDeque<(u16, Option<u64>)>,
+    /// The registered hooks and every delivery sent to them.
+    pub webhooks: super::webhooks::Webhooks,
     next_id: u64,
 }
 
@@ -47,6 +49,7 @@ pub struct FakeIssue {
     pub user: String,
     pub open: bool,
     pub labels: Vec<String>,
+    pub assignees: Vec<String>,
     /// Pull requests are issues too, as in Gitea.
     pub pull: Option<(String, String)>,
 }
@@ -102,6 +105,7 @@ impl ForgeState {
             user: user.into(),
             open: true,
             labels: vec![],
+            assignees: vec![],
             pull: None,
         });
         number
@@ -179,6 +183,7 @@ impl ForgeState {
             user: user.into(),
             open: true,
             labels: vec![],
+            assignees: vec![],
             pull: Some((head, base)),
         });
         self.issues.last()

@@ -1,0 +1,384 @@
+//! Webhooks, sent as the real forges send them. Every change to the
+//! fake's state that the real forge would announce (a test's label,
+//! assignment, comment or review, or the bot's own comment, edit or pull
+//! request through the API) becomes one signed delivery per registered
+//! hook, its body built from a real example payload. One background task
+//! posts them in order; each delivery and the answer it got are kept.
+
+mod gitea;
+mod github;
+mod payload;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, Notify};
+
+use super::state::FakeIssue;
+use super::{FakeForge, ForgeState, Kind};
+pub(super) use payload::Change;
+
+/// The hooks, the repositories' settings hooks report, and every delivery.
+#[derive(Default)]
+pub struct Webhooks {
+    hooks: Vec<Hook>,
+    /// Every delivery, in the order it was queued.
+    pub deliveries: Vec<Delivery>,
+    /// `owner/name` → (clone URL, default branch) when a test set them.
+    repos: HashMap<String, (Option<String>, Option<String>)>,
+    base_url: String,
+    /// Indexes into `deliveries`, for the task that posts them.
+    outbox: Option<mpsc::UnboundedSender<usize>>,
+}
+
+#[derive(Debug, Clone)]
+struct Hook {
+    id: u64,
+    url: String,
+    secret: String,
+}
+
+/// One delivery to one hook: what was sent and how it was answered.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub hook_id: u64,
+    pub url: String,
+    /// `X-GitHub-Event` or `X-Gitea-Event`.
+    pub event: String,
+    pub action: Option<String>,
+    pub delivery_id: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// The receiver's HTTP status, once it answered.
+    pub status: Option<u16>,
+    /// The receiver's answer body.
+    pub answer: Option<String>,
+    /// Why there was no answer (connection refused, timeout).
+    pub error: Option<String>,
+}
+
+impl Delivery {
+    /// A header's value, by its name in any case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn answered(&self) -> bool {
+        self.status.is_some() || self.error.is_some()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("the fake sends JSON")
+    }
+}
+
+impl ForgeState {
+    /// Tells every hook about `change` in `repo`, made by `sender`. Only
+    /// queues: the state's lock is held here, and posting waits.
+    pub(super) fn notify(&mut self, kind: Kind, repo: &str, sender: &str, change: Change) {
+        if self.webhooks.hooks.is_empty() {
+            return;
+        }
+        let mut site = self.webhooks.site(kind, repo);
+        site.installation = self.installations.get(repo).copied();
+        site.review_requests = (self.review_requests.iter())
+            .filter(|(r, _, _)| r == repo)
+            .map(|(_, number, login)| (*number, login.clone()))
+            .collect();
+        let payload = match kind {
+            Kind::GitHub => github::payload(self, &site, sender, &change),
+            Kind::Gitea => gitea::payload(self, &site, sender, &change),
+        };
+        let Some(payload) = payload else { return };
+        // GitHub sends compact JSON; Gitea indents it (`json.MarshalIndent`).
+        let body = match kind {
+            Kind::GitHub => serde_json::to_vec(&payload.body),
+            Kind::Gitea => serde_json::to_vec_pretty(&payload.body),
+        }
+        .expect("a JSON value serializes");
+        for hook in self.webhooks.hooks.clone() {
+            let delivery_id = uuid::Uuid::new_v4().to_string();
+            let headers = match kind {
+                Kind::GitHub => {
+                    github::headers(hook.id, &hook.secret, &payload, &delivery_id, &body)
+                }
+                Kind::Gitea => gitea::headers(&hook.secret, &payload, &delivery_id, &body),
+            };
+            let index = self.webhooks.deliveries.len();
+            let queued = self
+                .webhooks
+                .outbox
+                .as_ref()
+                .is_some_and(|outbox| outbox.send(index).is_ok());
+            self.webhooks.deliveries.push(Delivery {
+                hook_id: hook.id,
+                url: hook.url,
+                event: payload.event.clone(),
+                action: payload.action.clone(),
+                delivery_id,
+                headers,
+                body: body.clone(),
+                status: None,
+                answer: None,
+                error: (!queued).then(|| "the fake forge's delivery task is gone".into()),
+            });
+        }
+    }
+}
+
+impl Webhooks {
+    fn site(&self, kind: Kind, repo: &str) -> payload::Site {
+        let (owner, name) = repo.split_once('/').unwrap_or((repo, repo));
+        let (web, api) = match kind {
+            Kind::GitHub => (github::WEB.to_owned(), self.base_url.clone()),
+            Kind::Gitea => (self.base_url.clone(), format!("{}/api/v1", self.base_url)),
+        };
+        let (clone_url, branch) = self.repos.get(repo).cloned().unwrap_or_default();
+        payload::Site {
+            full: repo.into(),
+            owner: owner.into(),
+            name: name.into(),
+            clone_url: clone_url.unwrap_or_else(|| format!("{web}/{repo}.git")),
+            default_branch: branch.unwrap_or_else(|| "main".into()),
+            web,
+            api,
+            installation: None,
+            review_requests: Vec::new(),
+        }
+    }
+}
+
+/// The task that posts deliveries; stopped with the fake.
+pub(super) struct Deliverer(tokio::task::JoinHandle<()>);
+
+impl Drop for Deliverer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Starts posting what `state` queues; `answered` is told after each answer.
+pub(super) fn start(
+    state: Arc<Mutex<ForgeState>>,
+    base_url: &str,
+    answered: Arc<Notify>,
+) -> Deliverer {
+    let (outbox, inbox) = mpsc::unbounded_channel();
+    {
+        let mut s = state.lock().unwrap();
+        s.webhooks.base_url = base_url.into();
+        s.webhooks.outbox = Some(outbox);
+    }
+    Deliverer(tokio::spawn(deliver(state, inbox, answered)))
+}
+
+async fn deliver(
+    state: Arc<Mutex<ForgeState>>,
+    mut inbox: mpsc::UnboundedReceiver<usize>,
+    answered: Arc<Notify>,
+) {
+    // GitHub gives up on a delivery after ten seconds.
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("an HTTP client");
+    while let Some(index) = inbox.recv().await {
+        let (url, headers, body) = {
+            let s = state.lock().unwrap();
+            let d = &s.webhooks.deliveries[index];
+            (d.url.clone(), d.headers.clone(), d.body.clone())
+        };
+        let mut request = client.post(&url).body(body);
+        for (name, value) in &headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let outcome = match request.send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                Ok((status, response.text().await.unwrap_or_default()))
+            }
+            Err(e) => Err(format!("{e:#}")),
+        };
+        {
+            let mut s = state.lock().unwrap();
+            let d = &mut s.webhooks.deliveries[index];
+            match outcome {
+                Ok((status, text)) => {
+                    d.status = Some(status);
+                    d.answer = Some(text);
+                }
+                Err(e) => d.error = Some(e),
+            }
+        }
+        answered.notify_waiters();
+    }
+}
+
+impl FakeForge {
+    // Panics below happen outside `with`: one inside would poison the
+    // state's lock and fail every later request to the fake.
+
+    /// Registers a hook, as a repository's or organization's webhook on
+    /// the real forge: from now on every change is delivered to `url`,
+    /// signed with `secret`. Returns the hook's id.
+    pub fn add_webhook(&self, url: &str, secret: &str) -> u64 {
+        self.with(|s| {
+            let id = 470_000_000 + s.webhooks.hooks.len() as u64 + 1;
+            s.webhooks.hooks.push(Hook {
+                id,
+                url: url.into(),
+                secret: secret.into(),
+            });
+            id
+        })
+    }
+
+    /// The URL deliveries give as `repo`'s `clone_url` (by default one on
+    /// the forge's own host).
+    pub fn set_clone_url(&self, repo: &str, url: &str) {
+        self.with(|s| s.webhooks.repos.entry(repo.into()).or_default().0 = Some(url.into()));
+    }
+
+    /// The branch deliveries give as `repo`'s `default_branch` (`main`
+    /// unless set).
+    pub fn set_default_branch(&self, repo: &str, branch: &str) {
+        self.with(|s| s.webhooks.repos.entry(repo.into()).or_default().1 = Some(branch.into()));
+    }
+
+    /// Every delivery so far, oldest first.
+    pub fn deliveries(&self) -> Vec<Delivery> {
+        self.with(|s| s.webhooks.deliveries.clone())
+    }
+
+    /// Waits until every delivery queued so far, and any queued while
+    /// waiting, has been answered (or has failed). Panics after a minute.
+    pub async fn settle(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            // Registered before looking, so an answer in between is not missed.
+            let answered = self.answered.notified();
+            tokio::pin!(answered);
+            answered.as_mut().enable();
+            let pending: Vec<String> = self.with(|s| {
+                let waiting = s.webhooks.deliveries.iter().filter(|d| !d.answered());
+                waiting
+                    .map(|d| format!("{} {}", d.event, d.delivery_id))
+                    .collect()
+            });
+            if pending.is_empty() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                panic!("deliveries still unanswered after a minute: {pending:?}");
+            }
+        }
+    }
+
+    /// `by` adds `label` to issue (or pull request) `number`.
+    pub fn label_issue(&self, repo: &str, number: u64, label: &str, by: &str) {
+        self.change(repo, number, by, |issue| {
+            if !issue.labels.iter().any(|l| l == label) {
+                issue.labels.push(label.into());
+            }
+            Change::Labeled {
+                number,
+                label: label.into(),
+            }
+        });
+    }
+
+    /// `by` assigns `assignee` to issue (or pull request) `number`.
+    pub fn assign_issue(&self, repo: &str, number: u64, assignee: &str, by: &str) {
+        self.change(repo, number, by, |issue| {
+            if !issue.assignees.iter().any(|a| a == assignee) {
+                issue.assignees.push(assignee.into());
+            }
+            Change::Assigned {
+                number,
+                assignee: assignee.into(),
+            }
+        });
+    }
+
+    /// `by` comments `body` on issue (or pull request) `number`; returns
+    /// the comment's id.
+    pub fn comment(&self, repo: &str, number: u64, by: &str, body: &str) -> u64 {
+        let kind = self.kind;
+        self.with(|s| {
+            s.issues
+                .iter()
+                .any(|i| i.repo == repo && i.number == number)
+                .then(|| {
+                    let id = s.add_comment(repo, number, by, body);
+                    s.notify(kind, repo, by, Change::Commented { comment: id });
+                    id
+                })
+        })
+        .unwrap_or_else(|| panic!("the fake forge has no {repo}#{number}"))
+    }
+
+    /// `by` submits a review of pull request `pr` in `state` (either
+    /// forge's API spelling: `APPROVED`, `REQUEST_CHANGES`,
+    /// `CHANGES_REQUESTED`, `COMMENT`…) with line comments
+    /// `(path, line, text)`; returns the review's id.
+    pub fn submit_review(
+        &self,
+        repo: &str,
+        pr: u64,
+        by: &str,
+        state: &str,
+        body: &str,
+        comments: &[(&str, u64, &str)],
+    ) -> u64 {
+        let kind = self.kind;
+        self.with(|s| {
+            s.issues
+                .iter()
+                .any(|i| i.repo == repo && i.number == pr && i.pull.is_some())
+                .then(|| {
+                    let id = s.add_review(repo, pr, by, state, body, comments);
+                    s.notify(kind, repo, by, Change::Reviewed { review: id });
+                    id
+                })
+        })
+        .unwrap_or_else(|| panic!("the fake forge has no pull request {repo}#{pr}"))
+    }
+
+    /// Applies `edit` to issue `number` and announces the change it names.
+    fn change(
+        &self,
+        repo: &str,
+        number: u64,
+        by: &str,
+        edit: impl FnOnce(&mut FakeIssue) -> Change,
+    ) {
+        let kind = self.kind;
+        let found = self.with(|s| {
+            let issue = (s.issues.iter_mut()).find(|i| i.repo == repo && i.number == number)?;
+            let change = edit(issue);
+            s.notify(kind, repo, by, change);
+            Some(())
+        });
+        found.unwrap_or_else(|| panic!("the fake forge has no {repo}#{number}"));
+    }
+}
+
+/// What an edit of pull request `before` changed, as the forge announces
+/// it; `None` when it changed nothing (and the forge says nothing).
+pub(super) fn edited(before: &FakeIssue, s: &ForgeState) -> Option<Change> {
+    let now = s
+        .issues
+        .iter()
+        .find(|i| i.repo == before.repo && i.number == before.number)?;
+    let title_from = (now.title != before.title).then(|| before.title.clone());
+    let body_from = (now.body != before.body).then(|| before.body.clone());
+    (title_from.is_some() || body_from.is_some()).then_some(Change::PullEdited {
+        number: before.number,
+        title_from,
+        body_from,
+    })
+}
