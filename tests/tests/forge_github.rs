@@ -252,9 +252,42 @@ async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
         assert_eq!(job.await.unwrap().unwrap().number, 1);
     }
     client.create_comment(&repo, 1, "on it").await.unwrap();
+    // As an App, a status is a check run.
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    for (state, description) in [
+        (StatusState::Pending, "working"),
+        (StatusState::Success, "integrity and secret checks passed"),
+    ] {
+        let status = CommitStatus {
+            state,
+            context: "forgehand",
+            description,
+            target_url: None,
+        };
+        client.set_status(&repo, sha, &status).await.unwrap();
+    }
     github.with(|s| {
         assert_eq!(s.issued_tokens, [77], "one token for eight jobs at once");
         assert_eq!(s.comments.last().unwrap().user, "forgehand[bot]");
+        assert!(
+            s.calls
+                .iter()
+                .any(|c| c == "POST /repos/{owner}/{repo}/check-runs"),
+            "{:?}",
+            s.calls
+        );
+        let runs: Vec<(&str, &str)> = s
+            .statuses
+            .iter()
+            .map(|st| (st.2.as_str(), st.4.as_str()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("in_progress", "working"),
+                ("success", "integrity and secret checks passed")
+            ]
+        );
     });
 
     // A token close to expiry is renewed before use.

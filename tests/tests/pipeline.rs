@@ -293,6 +293,21 @@ async fn a_labeled_issue_becomes_a_pull_request() {
         status,
         "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n<!-- forgehand:job:1 -->"
     );
+    let checks: Vec<(String, String, String)> = w.github.with(|s| {
+        s.statuses
+            .iter()
+            .map(|st| (st.2.clone(), st.3.clone(), st.4.clone()))
+            .collect()
+    });
+    assert_eq!(
+        checks,
+        [(
+            "success".to_owned(),
+            "forgehand".to_owned(),
+            "integrity and secret checks passed".to_owned()
+        )],
+        "the gate's verdict on the pushed commit"
+    );
     assert_eq!(
         reactions,
         [(

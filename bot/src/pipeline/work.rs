@@ -4,12 +4,15 @@
 
 use std::time::Instant;
 
-use forgehand_forge::api::{ForgeApi, NewPullRequest, RepoRef, ReviewComment};
+use forgehand_forge::api::{
+    CommitStatus, ForgeApi, NewPullRequest, RepoRef, ReviewComment, StatusState,
+};
 use forgehand_forge::git::{
     self, deliver, gate, Checks, CommitRequest, Credentials, DeliverError, MirrorCache,
     PushRequest, SecretScanner,
 };
 use serde_json::{json, Value};
+use tracing::warn;
 
 use super::retry::retrying;
 use super::status::{self, StatusComment};
@@ -242,6 +245,19 @@ impl Pipeline {
             ));
         }
         steps.done("gate, commit and push");
+        // The gate's verdict on the pushed commit, where reviewers look: a
+        // check run for an App, a commit status otherwise. Not worth
+        // failing the job over.
+        let checked = CommitStatus {
+            state: StatusState::Success,
+            context: "forgehand",
+            description: "integrity and secret checks passed",
+            target_url: None,
+        };
+        let sha = commit.clone().unwrap_or_default();
+        if let Err(error) = retrying(|| api.set_status(repo, &sha, &checked)).await {
+            warn!(%error, "setting the commit status failed");
+        }
         if let Some((pr, threads)) = follow_up {
             let sha: String = commit.unwrap_or_default().chars().take(10).collect();
             let reply = format!("Done in {sha}.");

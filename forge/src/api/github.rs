@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::wire::{comment, login, pull, root_cause, text};
 use super::{
     classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission,
-    PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState,
+    PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState, StatusState,
 };
 
 /// How Forgehand signs in to GitHub.
@@ -509,21 +509,51 @@ impl ForgeApi for GitHubClient {
         sha: &str,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
-        let mut body = json!({
-            "state": status.state.as_str(),
-            "context": status.context,
-            "description": status.description,
-        });
-        if let Some(url) = status.target_url {
-            body["target_url"] = json!(url);
-        }
-        self.call(
-            repo,
-            Method::POST,
-            &format!("{}/statuses/{sha}", repo_path(repo)),
-            Some(body),
-        )
-        .await
-        .map(drop)
+        // An App reports with a check run, which shows in the pull
+        // request's checks with its own name and summary; commit statuses
+        // are what a personal token can set.
+        let (path, body) = match &self.mode {
+            Mode::App { .. } => (
+                format!("{}/check-runs", repo_path(repo)),
+                check_run(sha, status),
+            ),
+            Mode::Token(..) => {
+                let mut body = json!({
+                    "state": status.state.as_str(),
+                    "context": status.context,
+                    "description": status.description,
+                });
+                if let Some(url) = status.target_url {
+                    body["target_url"] = json!(url);
+                }
+                (format!("{}/statuses/{sha}", repo_path(repo)), body)
+            }
+        };
+        self.call(repo, Method::POST, &path, Some(body))
+            .await
+            .map(drop)
     }
+}
+
+/// A commit status as a GitHub check run (`POST /repos/{o}/{r}/check-runs`).
+fn check_run(sha: &str, status: &CommitStatus<'_>) -> serde_json::Value {
+    let mut body = json!({
+        "name": status.context,
+        "head_sha": sha,
+        "output": {"title": status.description, "summary": status.description},
+    });
+    match status.state {
+        StatusState::Pending => body["status"] = json!("in_progress"),
+        StatusState::Success | StatusState::Failure | StatusState::Error => {
+            body["status"] = json!("completed");
+            body["conclusion"] = json!(match status.state {
+                StatusState::Success => "success",
+                _ => "failure",
+            });
+        }
+    }
+    if let Some(url) = status.target_url {
+        body["details_url"] = json!(url);
+    }
+    body
 }

@@ -49,6 +49,12 @@ pub(super) fn outside_the_subset(
     body: Option<&Value>,
 ) -> Option<Matched> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    if method == "POST" && parts.len() == 4 && parts[0] == "repos" && parts[3] == "check-runs" {
+        return check_run_is_valid(body?).then(|| Matched {
+            method: method.into(),
+            template: "/repos/{owner}/{repo}/check-runs".into(),
+        });
+    }
     if method != "POST" || parts.len() != 5 || parts[0] != "repos" || parts[3] != "statuses" {
         return None;
     }
@@ -66,6 +72,68 @@ pub(super) fn outside_the_subset(
         method: method.into(),
         template: "/repos/{owner}/{repo}/statuses/{sha}".into(),
     })
+}
+
+/// `POST /repos/{owner}/{repo}/check-runs` is not in the REST subset
+/// either; its body is checked against GitHub's documented parameters
+/// ("Create a check run", REST API 2022-11-28): `name` and `head_sha`
+/// required, `status` and `conclusion` from their lists, a conclusion
+/// required once completed, an `output` with a title and a summary.
+fn check_run_is_valid(body: &Value) -> bool {
+    let Some(body) = body.as_object() else {
+        return false;
+    };
+    let known = [
+        "name",
+        "head_sha",
+        "details_url",
+        "external_id",
+        "status",
+        "started_at",
+        "conclusion",
+        "completed_at",
+        "output",
+        "actions",
+    ];
+    let statuses = [
+        "queued",
+        "in_progress",
+        "completed",
+        "waiting",
+        "requested",
+        "pending",
+    ];
+    let conclusions = [
+        "action_required",
+        "cancelled",
+        "failure",
+        "neutral",
+        "success",
+        "skipped",
+        "stale",
+        "timed_out",
+    ];
+    let string = |k: &str| body.get(k).and_then(Value::as_str);
+    let output_ok = body.get("output").is_none_or(|o| {
+        o.get("title").is_some_and(Value::is_string)
+            && o.get("summary").is_some_and(Value::is_string)
+            && o.as_object().is_some_and(|o| {
+                o.keys().all(|k| {
+                    ["title", "summary", "text", "annotations", "images"].contains(&k.as_str())
+                })
+            })
+    });
+    body.keys().all(|k| known.contains(&k.as_str()))
+        && string("name").is_some()
+        && string("head_sha").is_some()
+        && body
+            .get("status")
+            .is_none_or(|v| v.as_str().is_some_and(|v| statuses.contains(&v)))
+        && body
+            .get("conclusion")
+            .is_none_or(|v| v.as_str().is_some_and(|v| conclusions.contains(&v)))
+        && (string("status") != Some("completed") || string("conclusion").is_some())
+        && output_ok
 }
 
 pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {
@@ -327,6 +395,32 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             Ok((
                 StatusCode::CREATED,
                 json!({"id": id, "in_reply_to_id": parent, "body": body["body"]}),
+            ))
+        }
+        ("POST", "/check-runs") => {
+            // GitHub: "OAuth apps and authenticated users are not able to
+            // create a check run"; only an App's installation can.
+            if user != APP_BOT {
+                return Err((
+                    StatusCode::FORBIDDEN,
+                    "Resource not accessible by personal access token".into(),
+                ));
+            }
+            let state = match (body["status"].as_str(), body["conclusion"].as_str()) {
+                (Some("completed"), Some(conclusion)) => conclusion.to_owned(),
+                (status, _) => status.unwrap_or("queued").to_owned(),
+            };
+            s.statuses.push((
+                repo.into(),
+                body["head_sha"].as_str().unwrap_or_default().into(),
+                state,
+                body["name"].as_str().unwrap_or_default().into(),
+                body["output"]["title"].as_str().unwrap_or_default().into(),
+            ));
+            let id = s.id();
+            Ok((
+                StatusCode::CREATED,
+                json!({"id": id, "name": body["name"], "head_sha": body["head_sha"], "status": body["status"], "conclusion": body["conclusion"]}),
             ))
         }
         ("POST", "/statuses/{sha}") => {
