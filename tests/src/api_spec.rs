@@ -251,7 +251,40 @@ fn matches(template: &[String], actual: &[String]) -> bool {
         && template
             .iter()
             .zip(actual)
-            .all(|(t, a)| t.starts_with('{') || t == a)
+            .all(|(t, a)| segment_matches(t, a))
+}
+
+/// One path segment against its template: a literal, `{name}`, or a
+/// mixed one such as Gitea's `{index}.{diffType}`, whose literal parts
+/// (the `.`) must be there.
+fn segment_matches(template: &str, actual: &str) -> bool {
+    if !template.contains('{') {
+        return template == actual;
+    }
+    let mut rest = actual;
+    let mut parts = template.split('{').peekable();
+    // The literal before the first parameter.
+    let Some(head) = parts.next().and_then(|h| rest.strip_prefix(h)) else {
+        return false;
+    };
+    rest = head;
+    while let Some(part) = parts.next() {
+        let Some((_, literal)) = part.split_once('}') else {
+            return false;
+        };
+        if literal.is_empty() {
+            if parts.peek().is_some() {
+                return false; // two parameters side by side: ambiguous
+            }
+            return !rest.is_empty();
+        }
+        // The parameter takes at least one character, up to the literal.
+        match rest.get(1..).and_then(|r| r.find(literal)) {
+            Some(at) => rest = &rest[at + 1 + literal.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
 }
 
 /// A parameter given as a `$ref` to the description's shared ones.
@@ -299,5 +332,20 @@ fn nullable(map: &mut Map<String, Value>) {
             let inner = Value::Object(std::mem::take(map));
             map.insert("anyOf".into(), serde_json::json!([inner, {"type": "null"}]));
         }
+    }
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::segment_matches;
+
+    #[test]
+    fn mixed_segments_need_their_literal_parts() {
+        assert!(segment_matches("{index}", "2"));
+        assert!(!segment_matches("{index}.{diffType}", "2"));
+        assert!(segment_matches("{index}.{diffType}", "2.diff"));
+        assert!(!segment_matches("{index}.{diffType}", "2."));
+        assert!(segment_matches("pulls", "pulls"));
+        assert!(!segment_matches("pulls", "issues"));
     }
 }

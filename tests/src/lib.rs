@@ -8,6 +8,8 @@ pub mod gitea_events;
 pub mod harness;
 pub mod local_server;
 pub mod model_server;
+pub mod project;
+pub mod story;
 pub mod testdata;
 
 /// The guest rootfs the sandbox tests run on: `FORGEHAND_TEST_ROOTFS`, or

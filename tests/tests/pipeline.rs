@@ -5,74 +5,28 @@
 //! one polite reply; a failing model ends in a reason code, never in
 //! "working".
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use forgehand_bot::config::Config;
 use forgehand_bot::job::{Job, Task};
 use forgehand_bot::queue::{JobContext, JobError};
 use forgehand_bot::store::{ClaimedJob, SqliteStore};
-use forgehand_forge::git::transport::{self, Credentials};
 use forgehand_forge::{ForgeKind, Repo};
 use forgehand_tests::fake_forge::{FakeForge, Kind};
-use forgehand_tests::git_http::GitHttpServer;
 use forgehand_tests::model_server::{ModelServer, Step};
+use forgehand_tests::project::{good_script, ServedProject, TOKEN};
 use forgehand_tests::rootfs;
-use secrecy::SecretString;
 use serde_json::json;
-use std::sync::Arc;
-
-const TOKEN: &str = "ghp_pipelinefakefakefakefakefake012345";
 
 struct World {
     kind: Kind,
     dir: tempfile::TempDir,
     /// The fake forge: GitHub or Gitea.
     github: FakeForge,
-    _git: GitHttpServer,
+    project: ServedProject,
     clone_url: String,
     model: ModelServer,
-}
-
-/// The user name each forge's client gives git over HTTPS.
-fn git_user(kind: Kind) -> &'static str {
-    match kind {
-        Kind::GitHub => "x-access-token",
-        Kind::Gitea => "forgehand",
-    }
-}
-
-fn credentials(kind: Kind) -> Credentials {
-    Credentials::Token {
-        username: git_user(kind).into(),
-        token: SecretString::from(TOKEN),
-    }
-}
-
-/// Pushes a small project (a shell "library" with a bug, and its test) to
-/// `main` of the served repository.
-fn seed(kind: Kind, url: &str, dir: &Path) {
-    let repo = git2::Repository::init(dir).unwrap();
-    std::fs::write(dir.join("calc.sh"), "add() {\n  echo $(($1 - $2))\n}\n").unwrap();
-    std::fs::write(
-        dir.join("test.sh"),
-        ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo 'ok: add' || { echo FAIL; exit 1; }\n",
-    )
-    .unwrap();
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("Maintainer", "m@example.invalid").unwrap();
-    repo.commit(Some("refs/heads/main"), &sig, &sig, "start", &tree, &[])
-        .unwrap();
-    transport::push(
-        &repo,
-        url,
-        &["refs/heads/main:refs/heads/main"],
-        &credentials(kind),
-    )
-    .unwrap();
 }
 
 async fn world(script: Vec<Step>) -> World {
@@ -81,24 +35,7 @@ async fn world(script: Vec<Step>) -> World {
 
 async fn world_on(kind: Kind, script: Vec<Step>) -> World {
     let dir = tempfile::tempdir().unwrap();
-    let served = dir.path().join("served");
-    git2::Repository::init_opts(
-        served.join("demo.git"),
-        git2::RepositoryInitOptions::new()
-            .bare(true)
-            .initial_head("main"),
-    )
-    .unwrap();
-    let git = GitHttpServer::start(&served, git_user(kind), TOKEN)
-        .await
-        .unwrap();
-    let clone_url = format!("{}/demo.git", git.base_url);
-    {
-        let (url, seed_dir) = (clone_url.clone(), dir.path().join("seed"));
-        tokio::task::spawn_blocking(move || seed(kind, &url, &seed_dir))
-            .await
-            .unwrap();
-    }
+    let project = ServedProject::start(kind, dir.path()).await;
     let github = FakeForge::start(kind).await.unwrap();
     github.with(|s| {
         s.tokens.insert(TOKEN.into(), "forgehand".into());
@@ -111,8 +48,8 @@ async fn world_on(kind: Kind, script: Vec<Step>) -> World {
         kind,
         dir,
         github,
-        _git: git,
-        clone_url,
+        clone_url: project.clone_url.clone(),
+        project,
         model,
     }
 }
@@ -209,43 +146,10 @@ impl World {
 
     /// The file at `path` on `branch` of the served repository.
     async fn file_on(&self, branch: &str, path: &str) -> String {
-        let (url, into) = (self.clone_url.clone(), self.dir.path().join("check.git"));
-        let (branch, path, kind) = (branch.to_owned(), path.to_owned(), self.kind);
-        tokio::task::spawn_blocking(move || {
-            let _ = std::fs::remove_dir_all(&into);
-            let repo = transport::clone_bare(&into, &url, &credentials(kind)).unwrap();
-            let tree = repo
-                .find_reference(&format!("refs/heads/{branch}"))
-                .unwrap()
-                .peel_to_tree()
-                .unwrap();
-            let blob = tree
-                .get_path(Path::new(&path))
-                .unwrap()
-                .to_object(&repo)
-                .unwrap()
-                .peel_to_blob()
-                .unwrap();
-            String::from_utf8(blob.content().to_vec()).unwrap()
-        })
-        .await
-        .unwrap()
+        self.project
+            .file_on(self.kind, self.dir.path(), branch, path)
+            .await
     }
-}
-
-fn good_script() -> Vec<Step> {
-    vec![
-        Step::call("read_file", json!({"path": "calc.sh"})),
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
-        ),
-        Step::call("bash", json!({"command": "sh test.sh"})),
-        Step::finish(
-            "`add` subtracted; now it adds, and `sh test.sh` passes.",
-            "Fix add in calc.sh",
-        ),
-    ]
 }
 
 #[tokio::test(flavor = "multi_thread")]

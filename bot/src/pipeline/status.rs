@@ -36,8 +36,22 @@ pub fn done(pr_url: &str, pr_number: u64, updated: bool) -> String {
 
 /// The final form of a failed job: its reason code and one line.
 pub fn failed(reason: &str, explanation: &str) -> String {
-    let first = explanation.lines().next().unwrap_or_default();
-    format!("❌ Stopped: `{reason}`. {first}\n")
+    let mut lines = explanation.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
+    // The gate's findings say what to look at (file and line, never a
+    // secret's value); other reasons' details stay in the job's record.
+    if matches!(reason, "tamper" | "secret" | "sensitive") {
+        let findings: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).take(20).collect();
+        if !findings.is_empty() {
+            out.push('\n');
+            for line in findings {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
 }
 
 /// The final form of a job stopped on request.
@@ -167,6 +181,13 @@ mod tests {
         assert_eq!(
             failed("budget:turns", "the agent used all its turns\nmore"),
             "❌ Stopped: `budget:turns`. the agent used all its turns\n"
+        );
+        assert_eq!(
+            failed(
+                "tamper",
+                "not pushed: git's own files\n- `.git/hooks/x`: a hook\n"
+            ),
+            "❌ Stopped: `tamper`. not pushed: git's own files\n\n- `.git/hooks/x`: a hook\n"
         );
         assert_eq!(
             done("https://x/pull/2", 2, false),

@@ -22,7 +22,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
-pub use state::ForgeState;
+pub use state::{CallFault, ForgeState};
 pub use webhooks::Delivery;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,15 +153,18 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         .calls
         .push(format!("{} {}", matched.method, matched.template));
     if let Some((status, retry_after)) = state.faults.pop_front() {
-        let mut response = (
-            StatusCode::from_u16(status).unwrap(),
-            Json(json!({"message": "injected fault"})),
-        )
-            .into_response();
-        if let Some(after) = retry_after {
-            response.headers_mut().insert("retry-after", after.into());
+        return fault(status, retry_after);
+    }
+    let call = format!("{} {}", matched.method, matched.template);
+    let call_fault = state
+        .call_faults
+        .iter()
+        .position(|f| f.call == call)
+        .map(|i| state.call_faults.remove(i));
+    if let Some(f) = &call_fault {
+        if !f.after_serving {
+            return fault(f.status, f.retry_after);
         }
-        return response;
     }
     // The template's `{name}`s, read from the request's path.
     let actual = uri
@@ -210,10 +213,25 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         Kind::Gitea => gitea::route(&mut state, &matched.method, &matched.template, &request),
         Kind::GitHub => github::route(&mut state, &matched.method, &matched.template, &request),
     };
+    if let Some(f) = call_fault {
+        return fault(f.status, f.retry_after);
+    }
     match answer {
         Ok((status, value)) => (status, Json(value)).into_response(),
         Err((status, message)) => (status, Json(json!({"message": message}))).into_response(),
     }
+}
+
+fn fault(status: u16, retry_after: Option<u64>) -> Response {
+    let mut response = (
+        StatusCode::from_u16(status).unwrap(),
+        Json(json!({"message": "injected fault"})),
+    )
+        .into_response();
+    if let Some(after) = retry_after {
+        response.headers_mut().insert("retry-after", after.into());
+    }
+    response
 }
 
 /// The login a request acts as: a token's user, or `app:<id>` for a

@@ -35,9 +35,24 @@ pub struct ForgeState {
     /// Answers to give the next requests instead of serving them:
     /// (status, Retry-After seconds).
     pub faults: VecDeque<(u16, Option<u64>)>,
+    /// Faults for one kind of call (`POST /repos/{owner}/{repo}/pulls`),
+    /// given in order to the next calls of that kind.
+    pub call_faults: Vec<CallFault>,
     /// The registered hooks and every delivery sent to them.
     pub webhooks: super::webhooks::Webhooks,
     next_id: u64,
+}
+
+/// A failure the fake gives one kind of call.
+#[derive(Debug, Clone)]
+pub struct CallFault {
+    /// `METHOD template`, as [`ForgeState::calls`] lists calls.
+    pub call: String,
+    pub status: u16,
+    pub retry_after: Option<u64>,
+    /// Serve the call, then answer with the fault anyway: the change is
+    /// made but the client is not told (a proxy timing out, say).
+    pub after_serving: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,375 @@
+//! A whole installation for story tests: the real `forgehand serve` binary
+//! (so it can be killed with SIGKILL), a fake forge that sends it signed
+//! webhooks as its state changes, the project served over smart HTTP, the
+//! scripted model and the namespace sandbox. A test reads like what a
+//! maintainer does: label an issue, review the pull request, comment.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::fake_forge::state::FakeIssue;
+use crate::fake_forge::{FakeForge, Kind};
+use crate::model_server::{ModelServer, Step};
+use crate::project::{ServedProject, TOKEN};
+
+pub const REPO: &str = "acme/demo";
+/// Has write access to [`REPO`].
+pub const MAINTAINER: &str = "maintainer";
+/// Can read [`REPO`], not write.
+pub const OUTSIDER: &str = "drive-by";
+/// The bot's login (the token's user on the fake).
+pub const BOT: &str = "forgehand";
+const WEBHOOK_SECRET: &str = "story-webhook-secret";
+const API_TOKEN: &str = "story-operator-token";
+
+pub struct Story {
+    pub kind: Kind,
+    pub forge: FakeForge,
+    pub model: ModelServer,
+    pub project: ServedProject,
+    dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+    forgehand: Option<Child>,
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Story {
+    /// Everything started, with issue #1 ("Fix add") open on the forge.
+    pub async fn start(kind: Kind, script: Vec<Step>) -> Story {
+        Self::start_with(kind, script, &[]).await
+    }
+
+    /// Like [`Story::start`], with `FORGEHAND_*` settings of the test's own.
+    pub async fn start_with(kind: Kind, script: Vec<Step>, env: &[(&str, &str)]) -> Story {
+        let dir = tempfile::tempdir().unwrap();
+        let project = ServedProject::start(kind, dir.path()).await;
+        let forge = FakeForge::start(kind).await.unwrap();
+        forge.with(|s| {
+            s.tokens.insert(TOKEN.into(), BOT.into());
+            s.permissions
+                .insert((REPO.into(), MAINTAINER.into()), "write".into());
+            s.permissions
+                .insert((REPO.into(), OUTSIDER.into()), "read".into());
+            s.add_issue(REPO, MAINTAINER, "Fix add", "add() subtracts.");
+        });
+        forge.set_clone_url(REPO, &project.clone_url);
+        let model = ModelServer::start(script).await.unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut story = Story {
+            kind,
+            env: settings(kind, dir.path(), &forge, &model, port, env),
+            forge,
+            model,
+            project,
+            dir,
+            forgehand: None,
+            base: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::new(),
+        };
+        story.start_forgehand().await;
+        let hook = match kind {
+            Kind::GitHub => "github",
+            Kind::Gitea => "gitea",
+        };
+        story
+            .forge
+            .add_webhook(&format!("{}/webhooks/{hook}", story.base), WEBHOOK_SECRET);
+        story
+    }
+
+    /// Starts `forgehand serve` and waits until it answers `/readyz`.
+    pub async fn start_forgehand(&mut self) {
+        assert!(self.forgehand.is_none(), "forgehand is already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let child = Command::new(forgehand_binary())
+            .arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("the forgehand binary starts");
+        self.forgehand = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(r) = self
+                .client
+                .get(format!("{}/readyz", self.base))
+                .send()
+                .await
+            {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            if let Some(status) = self.forgehand.as_mut().unwrap().try_wait().unwrap() {
+                panic!("forgehand exited at start ({status}):\n{}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "forgehand was not ready within 60 s:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown, no cleanup, as when a machine dies.
+    pub fn kill_forgehand(&mut self) {
+        let mut child = self.forgehand.take().expect("forgehand is running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// What forgehand logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("forgehand.log")
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A maintainer labels issue `number` with the bot's label.
+    pub async fn label(&self, number: u64) {
+        self.forge
+            .label_issue(REPO, number, "forgehand", MAINTAINER);
+        self.forge.settle().await;
+    }
+
+    /// `by` comments on issue or pull request `number`.
+    pub async fn comment(&self, number: u64, by: &str, body: &str) -> u64 {
+        let id = self.forge.comment(REPO, number, by, body);
+        self.forge.settle().await;
+        id
+    }
+
+    /// The maintainer submits a review of pull request `pr` with threads
+    /// on `(path, line, text)`.
+    pub async fn review(&self, pr: u64, state: &str, body: &str, threads: &[(&str, u64, &str)]) {
+        self.forge
+            .submit_review(REPO, pr, MAINTAINER, state, body, threads);
+        self.forge.settle().await;
+    }
+
+    /// `GET path` on the operator API.
+    pub async fn api(&self, path: &str) -> Value {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(API_TOKEN)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().await.unwrap()
+    }
+
+    /// Every job, oldest first.
+    pub async fn jobs(&self) -> Vec<Value> {
+        let mut jobs = self.api("/api/jobs?limit=500").await["jobs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        jobs.reverse();
+        jobs
+    }
+
+    /// Waits until every job has ended and the forge has delivered what
+    /// those jobs caused; returns the jobs, oldest first.
+    pub async fn settled(&self) -> Vec<Value> {
+        self.wait_for("every job to end", Duration::from_secs(120), |jobs| {
+            !jobs.is_empty()
+                && jobs
+                    .iter()
+                    .all(|j| !matches!(j["state"].as_str(), Some("queued" | "running")))
+        })
+        .await;
+        self.forge.settle().await;
+        // A delivery the jobs caused (a comment) may have made a job.
+        self.wait_for("every job to end", Duration::from_secs(120), |jobs| {
+            jobs.iter()
+                .all(|j| !matches!(j["state"].as_str(), Some("queued" | "running")))
+        })
+        .await
+    }
+
+    /// Polls the jobs until `done` holds of them.
+    pub async fn wait_for(
+        &self,
+        what: &str,
+        within: Duration,
+        done: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            let jobs = self.jobs().await;
+            if done(&jobs) {
+                return jobs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited {within:?} for {what}; jobs: {jobs:#?}\nforgehand's log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// The bot's comments on `number`, oldest first.
+    pub fn bot_comments(&self, number: u64) -> Vec<String> {
+        self.forge.with(|s| {
+            s.comments
+                .iter()
+                .filter(|c| c.repo == REPO && c.issue == number && c.user == BOT)
+                .map(|c| c.body.clone())
+                .collect()
+        })
+    }
+
+    /// The pull requests on the forge.
+    pub fn pulls(&self) -> Vec<FakeIssue> {
+        self.forge.with(|s| {
+            s.issues
+                .iter()
+                .filter(|i| i.pull.is_some())
+                .cloned()
+                .collect()
+        })
+    }
+
+    pub async fn branches(&self) -> Vec<String> {
+        self.project.branches(self.kind, self.dir.path()).await
+    }
+
+    pub async fn file_on(&self, branch: &str, path: &str) -> String {
+        self.project
+            .file_on(self.kind, self.dir.path(), branch, path)
+            .await
+    }
+
+    pub async fn log_of(&self, branch: &str) -> Vec<String> {
+        self.project.log(self.kind, self.dir.path(), branch).await
+    }
+}
+
+impl Drop for Story {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.forgehand.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- forgehand's log ---\n{}", self.log());
+        }
+    }
+}
+
+/// `forgehand serve`'s settings for the story, as environment.
+fn settings(
+    kind: Kind,
+    dir: &Path,
+    forge: &FakeForge,
+    model: &ModelServer,
+    port: u16,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let path = |p: &str| dir.join(p).display().to_string();
+    let mut env: Vec<(String, String)> = match kind {
+        Kind::GitHub => vec![
+            ("FORGEHAND_GITHUB__API_URL".into(), forge.base_url.clone()),
+            ("FORGEHAND_GITHUB__TOKEN".into(), TOKEN.into()),
+            (
+                "FORGEHAND_GITHUB__WEBHOOK_SECRET".into(),
+                WEBHOOK_SECRET.into(),
+            ),
+        ],
+        Kind::Gitea => vec![
+            ("FORGEHAND_GITEA__BASE_URL".into(), forge.base_url.clone()),
+            ("FORGEHAND_GITEA__TOKEN".into(), TOKEN.into()),
+            (
+                "FORGEHAND_GITEA__WEBHOOK_SECRET".into(),
+                WEBHOOK_SECRET.into(),
+            ),
+        ],
+    };
+    let common = [
+        ("FORGEHAND_SERVER__LISTEN", format!("127.0.0.1:{port}")),
+        (
+            "FORGEHAND_DATABASE__URL",
+            format!("sqlite://{}", path("forgehand.db")),
+        ),
+        ("FORGEHAND_API__TOKEN", API_TOKEN.into()),
+        ("FORGEHAND_BOT__USERNAME", BOT.into()),
+        ("FORGEHAND_QUEUE__WORKERS", "2".into()),
+        ("FORGEHAND_QUEUE__POLL_INTERVAL_MS", "50".into()),
+        ("FORGEHAND_QUEUE__RETRY_BASE_SECS", "1".into()),
+        ("FORGEHAND_MODEL__PROVIDER", "openai".into()),
+        ("FORGEHAND_MODEL__BASE_URL", model.url_for("openai")),
+        ("FORGEHAND_MODEL__NAME", "scripted-model".into()),
+        ("FORGEHAND_MODEL__RETRY_BASE_MS", "20".into()),
+        ("FORGEHAND_MODEL__MAX_RETRIES", "1".into()),
+        ("FORGEHAND_SANDBOX__BACKEND", "namespace".into()),
+        (
+            "FORGEHAND_SANDBOX__ROOTFS",
+            crate::rootfs().display().to_string(),
+        ),
+        ("FORGEHAND_GIT__MIRROR_DIR", path("mirrors")),
+        ("FORGEHAND_GIT__WORK_DIR", path("jobs")),
+        ("FORGEHAND_AGENT__TRANSCRIPT_DIR", path("transcripts")),
+        ("FORGEHAND_LOG__LEVEL", "info".into()),
+    ];
+    env.extend(common.into_iter().map(|(k, v)| (k.to_owned(), v)));
+    for (key, value) in extra {
+        env.retain(|(k, _)| k != key);
+        env.push(((*key).to_owned(), (*value).to_owned()));
+    }
+    env
+}
+
+/// `target/debug/forgehand`, beside the test binary's `deps/`.
+pub fn forgehand_binary() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("forgehand");
+    assert!(
+        bin.exists(),
+        "no forgehand binary at {}: build it first (cargo build -p forgehand-bot; tests/run.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Host processes whose command line contains `needle`: what a sandbox
+/// leaves behind, seen from the host (the namespace sandbox shares the
+/// kernel).
+pub fn host_processes_with(needle: &str) -> Vec<u32> {
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            (pid != me && cmdline.contains(needle) && !cmdline.contains("cargo")).then_some(pid)
+        })
+        .collect()
+}

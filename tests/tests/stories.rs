@@ -1,0 +1,555 @@
+//! Forgehand as a maintainer meets it, on GitHub and on Gitea: the real
+//! `forgehand serve` binary, fed signed webhooks by a fake forge whose
+//! state the test changes, working on a repository served over smart
+//! HTTP, with the scripted model and the namespace sandbox.
+
+use std::time::{Duration, Instant};
+
+use forgehand_tests::fake_forge::{CallFault, Kind};
+use forgehand_tests::model_server::Step;
+use forgehand_tests::project::good_script;
+use forgehand_tests::story::{host_processes_with, Story, MAINTAINER, OUTSIDER};
+use serde_json::{json, Value};
+
+const MARKER: &str = "<!-- forgehand:job:";
+
+/// The job's status comment on issue 1, without its hidden marker.
+fn status_of(story: &Story) -> String {
+    let statuses: Vec<String> = story
+        .bot_comments(1)
+        .into_iter()
+        .filter(|c| c.contains(MARKER))
+        .collect();
+    assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
+    statuses[0]
+        .split(MARKER)
+        .next()
+        .unwrap()
+        .trim_end()
+        .to_owned()
+}
+
+fn only<'a>(jobs: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == kind).collect();
+    assert_eq!(found.len(), 1, "one {kind} job: {jobs:#?}");
+    found[0]
+}
+
+fn pr_link(kind: Kind) -> &'static str {
+    match kind {
+        Kind::GitHub => "https://github.invalid/acme/demo/pull/2",
+        Kind::Gitea => "/acme/demo/pulls/2",
+    }
+}
+
+async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
+    let story = Story::start(kind, good_script()).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["result"]["pull_request"], 2);
+    let pulls = story.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let pr = &pulls[0];
+    assert_eq!(pr.number, 2);
+    assert_eq!(pr.user, "forgehand");
+    assert_eq!(pr.title, "Fix add in calc.sh");
+    assert_eq!(pr.pull, Some(("forgehand/1-fix-add".into(), "main".into())));
+    assert!(
+        pr.body.starts_with(
+            "`add` subtracted; now it adds, and `sh test.sh` passes.\n\nCloses #1\n\n**Files changed**\n\n- `calc.sh`\n"
+        ),
+        "{}",
+        pr.body
+    );
+    assert!(pr.body.contains("namespace sandbox"), "{}", pr.body);
+    assert_eq!(
+        story.file_on("forgehand/1-fix-add", "calc.sh").await,
+        "add() {\n  echo $(($1 + $2))\n}\n"
+    );
+    assert_eq!(
+        story.log_of("forgehand/1-fix-add").await,
+        ["Fix add in calc.sh", "start"]
+    );
+    let status = status_of(&story);
+    assert!(status.starts_with("✅ Opened #2: "), "{status}");
+    assert!(status.ends_with(pr_link(kind)), "{status}");
+
+    // The bot's own comments came back as webhooks and made no job.
+    let own: Vec<Value> = story
+        .forge
+        .deliveries()
+        .iter()
+        .filter(|d| d.json()["sender"]["login"] == "forgehand")
+        .map(|d| serde_json::from_str(d.answer.as_deref().unwrap()).unwrap())
+        .collect();
+    assert!(!own.is_empty(), "the forge sent the bot's own actions back");
+    for answer in &own {
+        assert_eq!(answer["outcome"], "ignored", "{answer}");
+        assert_eq!(answer["reason"], "sent by the bot itself", "{answer}");
+    }
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+    story
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_a_labeled_issue_becomes_one_pull_request() {
+    a_labeled_issue_becomes_one_pull_request(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_labeled_issue_becomes_one_pull_request() {
+    a_labeled_issue_becomes_one_pull_request(Kind::Gitea).await;
+}
+
+/// The model's side of answering a review with two threads.
+fn review_script() -> Vec<Step> {
+    vec![
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::call(
+            "edit_file",
+            json!({"path": "test.sh", "old_string": "[ \"$(add 2 3)\" = 5 ]", "new_string": "[ \"$(add 0 0)\" = 0 ] && [ \"$(add 2 3)\" = 5 ]"}),
+        ),
+        Step::call("bash", json!({"command": "sh test.sh"})),
+        Step::finish(
+            "Documented add; the test also checks 0 + 0.",
+            "Address the review",
+        ),
+    ]
+}
+
+async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) {
+    let mut script = good_script();
+    script.extend(review_script());
+    let story = Story::start(kind, script).await;
+    story.label(1).await;
+    story.settled().await;
+    story
+        .review(
+            2,
+            "REQUEST_CHANGES",
+            "Nearly there.",
+            &[
+                ("calc.sh", 1, "Say what add does."),
+                ("test.sh", 2, "Test 0 + 0 too."),
+            ],
+        )
+        .await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "review");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    let branch = "forgehand/1-fix-add";
+    let log = story.log_of(branch).await;
+    assert_eq!(
+        log,
+        ["Address the review", "Fix add in calc.sh", "start"],
+        "one commit on top of the first"
+    );
+    assert!(story
+        .file_on(branch, "test.sh")
+        .await
+        .contains("$(add 0 0)"));
+    // GitHub answers in the thread; Gitea has no replies, so the answer
+    // is a review comment of the bot's on the same line.
+    let (mut threads, mut replies) = story.forge.with(|s| {
+        let by = |user: &str| -> Vec<(String, u64, String)> {
+            s.review_comments
+                .iter()
+                .filter(|c| c.user == user)
+                .map(|c| (c.path.clone(), c.position, c.body.clone()))
+                .collect()
+        };
+        (by(MAINTAINER), by("forgehand"))
+    });
+    threads.sort();
+    replies.sort();
+    assert_eq!(threads.len(), 2);
+    assert_eq!(replies.len(), 2, "{replies:#?}");
+    for ((path, line, _), (reply_path, reply_line, body)) in threads.iter().zip(&replies) {
+        assert_eq!((path, line), (reply_path, reply_line), "{replies:#?}");
+        assert!(
+            body.starts_with("Done in ") && body.len() == "Done in 0123456789.".len(),
+            "{body}"
+        );
+    }
+    if kind == Kind::GitHub {
+        story.forge.with(|s| {
+            let in_thread = s
+                .review_comments
+                .iter()
+                .filter(|c| c.user == "forgehand" && c.in_reply_to.is_some())
+                .count();
+            assert_eq!(in_thread, 2, "GitHub's replies sit in their threads");
+        });
+    }
+    assert_eq!(story.pulls().len(), 1);
+    let updated: Vec<String> = story
+        .bot_comments(2)
+        .into_iter()
+        .filter(|c| c.contains(MARKER))
+        .collect();
+    assert_eq!(updated.len(), 1, "{updated:#?}");
+    assert!(updated[0].starts_with("✅ Updated #2: "), "{}", updated[0]);
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_a_review_with_two_comments_gets_one_commit_and_two_replies() {
+    a_review_with_two_comments_gets_one_commit_and_two_replies(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_review_with_two_comments_gets_one_commit_and_two_replies() {
+    a_review_with_two_comments_gets_one_commit_and_two_replies(Kind::Gitea).await;
+}
+
+async fn stop_during_a_long_job(kind: Kind) {
+    let story = Story::start(
+        kind,
+        vec![Step::call(
+            "bash",
+            json!({"command": "sleep 737373; echo never"}),
+        )],
+    )
+    .await;
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host_processes_with("737373").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the agent's command never started:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let asked = Instant::now();
+    story.comment(1, MAINTAINER, "/forgehand stop").await;
+    let jobs = story.settled().await;
+    let stopped_in = asked.elapsed();
+
+    let labeled = only(&jobs, "labeled");
+    assert_eq!(labeled["state"], "cancelled", "{labeled:#}");
+    assert_eq!(labeled["last_error"], "stopped by @maintainer");
+    let stop = only(&jobs, "command.stop");
+    assert_eq!(stop["state"], "succeeded", "{stop:#}");
+    assert_eq!(stop["result"]["jobs"], json!([labeled["id"]]));
+    assert_eq!(
+        status_of(&story),
+        "⏹️ Stopped: `stopped`. Stopped by @maintainer"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !host_processes_with("737373").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the sandbox's process outlived the stop"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(story.pulls().is_empty());
+    assert_eq!(story.branches().await, ["main"]);
+    assert!(
+        stopped_in < Duration::from_secs(15),
+        "stopping took {stopped_in:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_stop_during_a_long_job_kills_the_sandbox() {
+    stop_during_a_long_job(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_stop_during_a_long_job_kills_the_sandbox() {
+    stop_during_a_long_job(Kind::Gitea).await;
+}
+
+async fn a_request_without_write_access_gets_one_polite_refusal(kind: Kind) {
+    let story = Story::start(kind, good_script()).await;
+    story
+        .comment(1, OUTSIDER, "@forgehand please fix this")
+        .await;
+    let jobs = story.settled().await;
+
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(jobs[0]["result"]["reason"], "denied", "{:#}", jobs[0]);
+    assert_eq!(
+        story.bot_comments(1),
+        ["@drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer."]
+    );
+    let (reactions, requests) = story
+        .forge
+        .with(|s| (s.reactions.len(), story.model.requests().len()));
+    assert_eq!((reactions, requests), (0, 0), "no 👀, no model, no work");
+    assert!(story.pulls().is_empty());
+    // The refusal came back as a webhook; it made no job.
+    let last = story.forge.deliveries().last().unwrap().clone();
+    assert_eq!(last.json()["sender"]["login"], "forgehand");
+    let answer: Value = serde_json::from_str(last.answer.as_deref().unwrap()).unwrap();
+    assert_eq!(answer["outcome"], "ignored");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_a_request_without_write_access_gets_one_polite_refusal() {
+    a_request_without_write_access_gets_one_polite_refusal(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_request_without_write_access_gets_one_polite_refusal() {
+    a_request_without_write_access_gets_one_polite_refusal(Kind::Gitea).await;
+}
+
+async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, update: &str) {
+    let story = Story::start(kind, good_script()).await;
+    story.forge.with(|s| {
+        // The pull request is made, but the answer is lost in a 500.
+        s.call_faults.push(CallFault {
+            call: create.into(),
+            status: 500,
+            retry_after: None,
+            after_serving: true,
+        });
+        // The retry finds it and updates it: rate limited once.
+        s.call_faults.push(CallFault {
+            call: update.into(),
+            status: 429,
+            retry_after: Some(1),
+            after_serving: false,
+        });
+    });
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["attempts"], 1, "retried within the attempt");
+    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
+    let calls = story.forge.with(|s| s.calls.clone());
+    let count = |call: &str| calls.iter().filter(|c| *c == call).count();
+    assert_eq!(
+        (count(create), count(update)),
+        (1, 2),
+        "made once, then updated after the 429: {calls:#?}"
+    );
+    assert!(status_of(&story).starts_with("✅ Opened #2: "));
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_forge_faults_while_the_pull_request_is_made_are_retried_once_made() {
+    forge_faults_while_the_pull_request_is_made(
+        Kind::GitHub,
+        "POST /repos/{owner}/{repo}/pulls",
+        "PATCH /repos/{owner}/{repo}/pulls/{pull_number}",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_forge_faults_while_the_pull_request_is_made_are_retried_once_made() {
+    forge_faults_while_the_pull_request_is_made(
+        Kind::Gitea,
+        "POST /repos/{owner}/{repo}/pulls",
+        "PATCH /repos/{owner}/{repo}/pulls/{index}",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() {
+    let mut script = vec![Step::call(
+        "bash",
+        json!({"command": "sleep 4 && echo 646464"}),
+    )];
+    script.extend(good_script());
+    let mut story = Story::start_with(
+        Kind::GitHub,
+        script,
+        &[("FORGEHAND_QUEUE__LEASE_SECS", "3")],
+    )
+    .await;
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host_processes_with("646464").is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
+    story.kill_forgehand();
+    story.start_forgehand().await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["attempts"], 2, "the lease ran out and it ran again");
+    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
+    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
+    assert!(status_of(&story).starts_with("✅ Opened #2: "));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
+    let story = Story::start(
+        Kind::Gitea,
+        vec![
+            Step::call(
+                "bash",
+                json!({"command": "mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch /tmp/forgehand-pwned\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout"}),
+            ),
+            Step::call(
+                "edit_file",
+                json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+            ),
+            Step::finish("Fixed add.", "Fix add"),
+        ],
+    )
+    .await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "failed", "{job:#}");
+    assert!(
+        job["last_error"].as_str().unwrap().starts_with("tamper: "),
+        "{job:#}"
+    );
+    let status = status_of(&story);
+    assert!(status.starts_with("❌ Stopped: `tamper`. "), "{status}");
+    assert!(status.contains(".git"), "the finding is named: {status}");
+    assert_eq!(story.branches().await, ["main"], "nothing pushed");
+    assert!(story.pulls().is_empty());
+    assert!(!std::path::Path::new("/tmp/forgehand-pwned").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plan_then_go_proposes_first_and_carries_the_plan_out() {
+    let mut script = vec![
+        Step::call("read_file", json!({"path": "calc.sh"})),
+        Step::finish(
+            "1. In `calc.sh`, make `add` use `+`.\n2. Run `sh test.sh`.",
+            "Fix add",
+        ),
+    ];
+    script.extend(good_script());
+    let story = Story::start(Kind::GitHub, script).await;
+    story.comment(1, MAINTAINER, "/forgehand plan").await;
+    let jobs = story.settled().await;
+    let plan = only(&jobs, "command.plan");
+    assert_eq!(plan["state"], "succeeded", "{plan:#}");
+    assert_eq!(plan["result"]["outcome"], "planned");
+    let status = status_of(&story);
+    assert!(
+        status.starts_with("📋 **Here is my plan.** Nothing is changed yet.\n\n1. In `calc.sh`, make `add` use `+`.\n2. Run `sh test.sh`.\n\nSay `/forgehand go`"),
+        "{status}"
+    );
+    assert!(story.pulls().is_empty(), "a plan changes nothing");
+    assert_eq!(story.branches().await, ["main"]);
+
+    story.comment(1, MAINTAINER, "/forgehand go").await;
+    let jobs = story.settled().await;
+    let go = only(&jobs, "command.go");
+    assert_eq!(go["state"], "succeeded", "{go:#}");
+    assert_eq!(story.pulls().len(), 1);
+    // The run that carried it out was given the approved plan.
+    let requests = story.model.requests();
+    let first_of_go = &requests[2].body;
+    assert!(
+        first_of_go.to_string().contains("a maintainer approved it")
+            && first_of_go.to_string().contains("make `add` use `+`"),
+        "{first_of_go:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_without_a_plan_and_stop_without_a_job_say_so() {
+    let story = Story::start(Kind::Gitea, vec![]).await;
+    // One at a time: a stop would stop a `go` still at work.
+    for command in ["go", "stop", "help"] {
+        story
+            .comment(1, MAINTAINER, &format!("/forgehand {command}"))
+            .await;
+        story.settled().await;
+    }
+    let said = story.bot_comments(1);
+    assert_eq!(said.len(), 3, "{said:#?}");
+    assert_eq!(
+        said[0],
+        "@maintainer there is no plan to go ahead with on #1: ask `/forgehand plan` first."
+    );
+    assert_eq!(
+        said[1],
+        "@maintainer there is nothing to stop: no job of mine is running or waiting on #1."
+    );
+    assert!(said[2].contains("/forgehand plan"), "{}", said[2]);
+    assert!(story.model.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn retry_runs_the_failed_job_again() {
+    let mut script = vec![
+        Step::Fail {
+            status: 500,
+            retry_after: None,
+        },
+        Step::Fail {
+            status: 500,
+            retry_after: None,
+        },
+    ];
+    script.extend(good_script());
+    let story = Story::start(Kind::Gitea, script).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+    let first = only(&jobs, "labeled");
+    assert_eq!(first["state"], "failed", "{first:#}");
+    assert!(first["last_error"]
+        .as_str()
+        .unwrap()
+        .starts_with("model_error: "));
+
+    story.comment(1, MAINTAINER, "/forgehand retry").await;
+    let jobs = story.settled().await;
+    let retry = only(&jobs, "command.retry");
+    assert_eq!(retry["state"], "succeeded", "{retry:#}");
+    assert_eq!(story.pulls().len(), 1);
+    let statuses: Vec<String> = story
+        .bot_comments(1)
+        .into_iter()
+        .filter(|c| c.contains(MARKER))
+        .collect();
+    assert_eq!(statuses.len(), 2, "one per job: {statuses:#?}");
+    assert!(statuses[0].starts_with("❌ Stopped: `model_error`."));
+    assert!(statuses[1].starts_with("✅ Opened #2: "));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit() {
+    let mut script = good_script();
+    script.extend([
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::finish("Documented add.", "Document add"),
+    ]);
+    let story = Story::start(Kind::GitHub, script).await;
+    story.label(1).await;
+    story.settled().await;
+    story
+        .comment(2, MAINTAINER, "@forgehand please document add too")
+        .await;
+    let jobs = story.settled().await;
+    let job = only(&jobs, "request");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(
+        story.log_of("forgehand/1-fix-add").await,
+        ["Document add", "Fix add in calc.sh", "start"]
+    );
+    assert_eq!(story.pulls().len(), 1);
+}
