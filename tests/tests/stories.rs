@@ -49,7 +49,26 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
 
     let job = only(&jobs, "labeled");
     assert_eq!(job["state"], "succeeded", "{job:#}");
-    assert_eq!(job["result"]["pull_request"], 2);
+    let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
+    let result = &detail["result"];
+    assert_eq!(result["pull_request"], 2, "{detail:#}");
+    assert!(result["url"].as_str().unwrap().ends_with(pr_link(kind)));
+    let steps: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "authorized",
+            "working copy",
+            "agent",
+            "gate, commit and push",
+            "pull request"
+        ]
+    );
     let pulls = story.pulls();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     let pr = &pulls[0];
@@ -419,6 +438,18 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
         job["last_error"].as_str().unwrap().starts_with("tamper: "),
         "{job:#}"
     );
+    // The operator API shows the reason code and the steps it got through.
+    let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
+    let result = &detail["result"];
+    assert_eq!(result["reason"], "tamper", "{detail:#}");
+    let steps: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["authorized", "working copy", "agent"], "{detail:#}");
+    assert!(result["steps"][2]["ms"].is_u64());
     let status = status_of(&story);
     assert!(status.starts_with("❌ Stopped: `tamper`. "), "{status}");
     assert!(status.contains(".git"), "the finding is named: {status}");

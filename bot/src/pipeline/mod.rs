@@ -258,6 +258,12 @@ impl JobHandler for Pipeline {
                 };
                 // Whatever else failed, the status comment must not say "working".
                 let _ = status.set(&*api, &repo, &text).await;
+                let record = json!({"outcome": "failed", "reason": failure.reason,
+                    "message": failure.message, "seconds": seconds,
+                    "steps": steps.list, "transcript": steps.transcript});
+                if let Err(error) = cx.store.record_result(claimed.id, &record).await {
+                    tracing::warn!(%error, "keeping the failed job's steps failed");
+                }
                 let mut text = format!("{}: {}", failure.reason, failure.message);
                 if let Some(path) = &steps.transcript {
                     text.push_str(&format!(" (transcript: {path})"));

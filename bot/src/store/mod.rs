@@ -361,6 +361,10 @@ pub trait Store: Send + Sync + 'static {
     /// the target's older waiting work. Returns the ids cancelled.
     async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
 
+    /// Keeps what a job did before it failed (its steps, its reason code),
+    /// shown with the job like a success's result.
+    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()>;
+
     /// The GitHub App installations recorded from their webhooks.
     async fn installations(&self) -> StoreResult<Vec<InstallationRow>>;
 

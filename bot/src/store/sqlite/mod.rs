@@ -377,6 +377,16 @@ impl Store for SqliteStore {
         Ok(cancelled)
     }
 
+    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()> {
+        sqlx::query("UPDATE jobs SET result = ?, updated_at = ? WHERE id = ?")
+            .bind(result.to_string())
+            .bind(now_ms())
+            .bind(job)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     async fn installations(&self) -> StoreResult<Vec<InstallationRow>> {
         let rows: Vec<(i64, String, String, i64)> =
             sqlx::query_as("SELECT id, account, state, updated_at FROM installations ORDER BY id")
