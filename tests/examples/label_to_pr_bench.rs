@@ -50,7 +50,12 @@ async fn main() {
     let mut steps: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for run in 0..runs {
         let issue = story.forge.with(|s| {
-            s.add_issue(REPO, MAINTAINER, &format!("Fix add ({run})"), "add() subtracts.")
+            s.add_issue(
+                REPO,
+                MAINTAINER,
+                &format!("Fix add ({run})"),
+                "add() subtracts.",
+            )
         });
         let pulls_before = story.pulls().len();
         let started = Instant::now();

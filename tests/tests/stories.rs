@@ -95,6 +95,12 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     let status = status_of(&story);
     assert!(status.starts_with("✅ Opened #2: "), "{status}");
     assert!(status.ends_with(pr_link(kind)), "{status}");
+    let reviewers = story.forge.with(|s| s.review_requests.clone());
+    assert_eq!(
+        reviewers,
+        [("acme/demo".to_owned(), 2, MAINTAINER.to_owned())],
+        "whoever asked is asked to review"
+    );
 
     // The bot's own comments came back as webhooks and made no job.
     let own: Vec<Value> = story
@@ -583,4 +589,53 @@ async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit() {
         ["Document add", "Fix add in calc.sh", "start"]
     );
     assert_eq!(story.pulls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_newest_waiting_request_supersedes_the_older_one() {
+    let mut script = vec![Step::call(
+        "bash",
+        json!({"command": "sleep 2 && echo 515151"}),
+    )];
+    script.extend(good_script());
+    script.extend([
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::finish("Documented add.", "Document add"),
+    ]);
+    let story = Story::start(Kind::GitHub, script).await;
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host_processes_with("515151").is_empty() {
+        assert!(Instant::now() < deadline, "the first job never started");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // Two requests while the first job runs: only the newer one is done.
+    story
+        .comment(1, MAINTAINER, "@forgehand also make it print a newline")
+        .await;
+    story
+        .comment(1, MAINTAINER, "@forgehand actually, just document add")
+        .await;
+    let jobs = story.settled().await;
+    let requests: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "request").collect();
+    assert_eq!(requests.len(), 2, "{jobs:#?}");
+    let (older, newer) = (requests[0], requests[1]);
+    assert_eq!(older["state"], "cancelled", "{older:#}");
+    assert_eq!(
+        older["last_error"],
+        format!("superseded by job {}, a newer request", newer["id"])
+    );
+    assert_eq!(newer["state"], "succeeded", "{newer:#}");
+    assert_eq!(
+        story.model.left(),
+        0,
+        "the older request never reached the model"
+    );
+    assert_eq!(
+        story.log_of("forgehand/1-fix-add").await,
+        ["Document add", "Fix add in calc.sh", "start"]
+    );
 }

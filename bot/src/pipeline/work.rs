@@ -295,6 +295,11 @@ impl Pipeline {
         let pr = retrying(|| api.open_pull_request(repo, &new))
             .await
             .map_err(Failure::forge)?;
+        // Whoever asked reviews it. A pull request is there either way.
+        let reviewer = [job.requested_by.as_str()];
+        if let Err(error) = retrying(|| api.request_review(repo, pr.number, &reviewer)).await {
+            warn!(%error, "requesting a review failed");
+        }
         steps.done("pull request");
         Ok(Done::PullRequest {
             number: pr.number,
