@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use forgehand_tests::model_server::{ModelServer, Step};
 use forgehand_tests::rootfs;
+use forgehand_tests::story::forgehand_binary;
 use serde_json::{json, Value};
 
 const API_KEY: &str = "sk-scripted-key-0123456789abcdef";
@@ -117,18 +118,6 @@ fn transcript(report: &Value) -> Vec<Value> {
 
 fn tool_events(events: &[Value]) -> Vec<&Value> {
     events.iter().filter(|e| e["event"] == "tool").collect()
-}
-
-fn forgehand_binary() -> PathBuf {
-    // tests/…/target/debug/deps/agent_run-<hash> → target/debug/forgehand
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("forgehand");
-    assert!(
-        bin.exists(),
-        "no forgehand binary at {}: build it first (cargo build -p forgehand-bot; tests/run.sh does)",
-        bin.display()
-    );
-    bin
 }
 
 /// The model's side of a good run: read, edit, test, finish.
