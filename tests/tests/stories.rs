@@ -236,17 +236,22 @@ async fn gitea_a_review_with_two_comments_gets_one_commit_and_two_replies() {
 }
 
 async fn stop_during_a_long_job(kind: Kind) {
+    // Its own number per forge: the two stories run side by side.
+    let needle = match kind {
+        Kind::GitHub => "737373",
+        Kind::Gitea => "737374",
+    };
     let story = Story::start(
         kind,
         vec![Step::call(
             "bash",
-            json!({"command": "sleep 737373; echo never"}),
+            json!({"command": format!("sleep {needle}; echo never")}),
         )],
     )
     .await;
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("737373").is_empty() {
+    while host_processes_with(needle).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the agent's command never started:\n{}",
@@ -270,7 +275,7 @@ async fn stop_during_a_long_job(kind: Kind) {
         "⏹️ Stopped: `stopped`. Stopped by @maintainer"
     );
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !host_processes_with("737373").is_empty() {
+    while !host_processes_with(needle).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the sandbox's process outlived the stop"
