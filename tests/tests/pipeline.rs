@@ -406,7 +406,7 @@ async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies
     });
     let prompt = w.model.requests()[4].body.to_string();
     assert!(
-        prompt.contains("review thread on calc.sh:2"),
+        prompt.contains("review thread 1 on calc.sh:2"),
         "the threads are the task"
     );
     assert_eq!(w.github.violations(), Vec::<String>::new());

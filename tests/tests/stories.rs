@@ -142,9 +142,16 @@ fn review_script() -> Vec<Step> {
             json!({"path": "test.sh", "old_string": "[ \"$(add 2 3)\" = 5 ]", "new_string": "[ \"$(add 0 0)\" = 0 ] && [ \"$(add 2 3)\" = 5 ]"}),
         ),
         Step::call("bash", json!({"command": "sh test.sh"})),
-        Step::finish(
-            "Documented add; the test also checks 0 + 0.",
-            "Address the review",
+        Step::call(
+            "finish",
+            json!({
+                "summary": "Documented add; the test also checks 0 + 0.",
+                "title": "Address the review",
+                "replies": [
+                    {"thread": 1, "changed": true, "note": "Added a comment above add."},
+                    {"thread": 2, "changed": true, "note": ""}
+                ]
+            }),
         ),
     ]
 }
@@ -197,13 +204,23 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
     replies.sort();
     assert_eq!(threads.len(), 2);
     assert_eq!(replies.len(), 2, "{replies:#?}");
-    for ((path, line, _), (reply_path, reply_line, body)) in threads.iter().zip(&replies) {
+    for ((path, line, _), (reply_path, reply_line, _)) in threads.iter().zip(&replies) {
         assert_eq!((path, line), (reply_path, reply_line), "{replies:#?}");
-        assert!(
-            body.starts_with("Done in ") && body.len() == "Done in 0123456789.".len(),
-            "{body}"
-        );
     }
+    // The agent's note for the thread on calc.sh; none for test.sh.
+    let (on_calc, on_test) = (&replies[0].2, &replies[1].2);
+    assert!(
+        on_calc.starts_with("Done in ") && on_calc.ends_with(": Added a comment above add."),
+        "{on_calc}"
+    );
+    assert_eq!(
+        on_calc.len(),
+        "Done in 0123456789: Added a comment above add.".len()
+    );
+    assert!(
+        on_test.starts_with("Done in ") && on_test.len() == "Done in 0123456789.".len(),
+        "{on_test}"
+    );
     if kind == Kind::GitHub {
         story.forge.with(|s| {
             let in_thread = s

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::budget::{self, Budgets, Spent};
-use super::tools::{self, ToolOutcome, Toolbox};
+use super::tools::{self, ThreadReply, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
 use crate::model::{Message, ModelClient, Usage};
 
@@ -14,8 +14,16 @@ const MAX_TOOL_RESULT_CHARS: usize = 30_000;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    Finished { summary: String, title: String },
-    Stopped { reason: String, message: String },
+    Finished {
+        summary: String,
+        title: String,
+        /// Answers to review threads, when the task listed some.
+        replies: Vec<ThreadReply>,
+    },
+    Stopped {
+        reason: String,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -110,8 +118,13 @@ pub async fn run_agent(
                     "result": text,
                 }),
             );
-            if let ToolOutcome::Finish { summary, title } = &outcome {
-                finished = Some((summary.clone(), title.clone()));
+            if let ToolOutcome::Finish {
+                summary,
+                title,
+                replies,
+            } = &outcome
+            {
+                finished = Some((summary.clone(), title.clone(), replies.clone()));
             }
             messages.push(Message::Tool {
                 call_id: call.id.clone(),
@@ -119,8 +132,12 @@ pub async fn run_agent(
                 content: text,
             });
         }
-        if let Some((summary, title)) = finished {
-            break Outcome::Finished { summary, title };
+        if let Some((summary, title, replies)) = finished {
+            break Outcome::Finished {
+                summary,
+                title,
+                replies,
+            };
         }
         if out_of_calls {
             break stop("budget:tool_calls", budget::explain("budget:tool_calls"));

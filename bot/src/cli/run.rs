@@ -240,7 +240,7 @@ async fn agent_and_deliver(
     report.cost_usd = agent.cost_usd;
     report.transcript = Some(transcript.path().to_owned());
     let (title, summary) = match &agent.outcome {
-        Outcome::Finished { summary, title } => {
+        Outcome::Finished { summary, title, .. } => {
             report.title = Some(title.clone());
             report.summary = Some(summary.clone());
             (title.clone(), summary.clone())

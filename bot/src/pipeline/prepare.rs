@@ -116,14 +116,14 @@ impl Pipeline {
             can_write: true,
             text: review_body,
         });
-        for thread in &threads {
+        for (n, thread) in threads.iter().enumerate() {
             let place = match thread.line {
                 Some(line) => format!("{}:{line}", thread.path),
                 None => thread.path.clone(),
             };
             review.push_str("\n\n");
             review.push_str(&wrap(&ForgeText {
-                kind: &format!("review thread on {place}"),
+                kind: &format!("review thread {} on {place}", n + 1),
                 author: &thread.author,
                 can_write: true,
                 text: &thread.body,

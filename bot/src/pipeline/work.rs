@@ -18,7 +18,7 @@ use super::retry::retrying;
 use super::status::{self, StatusComment};
 use super::{Failure, Pipeline};
 use crate::agent::prompts::Prompts;
-use crate::agent::tools::{Files, Toolbox};
+use crate::agent::tools::{Files, ThreadReply, Toolbox};
 use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
 use crate::model::{Message, ModelClient};
 use crate::store::ClaimedJob;
@@ -155,8 +155,12 @@ impl Pipeline {
         };
         let report = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
         let _ = sandbox.destroy().await;
-        let (title, summary) = match report.outcome {
-            Outcome::Finished { summary, title } => (title, summary),
+        let (title, summary, replies) = match report.outcome {
+            Outcome::Finished {
+                summary,
+                title,
+                replies,
+            } => (title, summary, replies),
             Outcome::Stopped { reason, message } => {
                 let _ = std::fs::remove_dir_all(&job_dir);
                 return Err(Failure::new(&reason, message));
@@ -260,8 +264,8 @@ impl Pipeline {
         }
         if let Some((pr, threads)) = follow_up {
             let sha: String = commit.unwrap_or_default().chars().take(10).collect();
-            let reply = format!("Done in {sha}.");
-            for thread in &threads {
+            for (n, thread) in threads.iter().enumerate() {
+                let reply = thread_reply(&replies, n + 1, &sha);
                 retrying(|| api.reply_to_review_comment(repo, pr.number, thread, &reply))
                     .await
                     .map_err(Failure::forge)?;
@@ -361,6 +365,20 @@ impl Steps {
     }
 }
 
+/// The answer in review thread `n` (numbered from 1, as the task lists
+/// them): "Done in <sha>." with the agent's note when it changed the code
+/// for it, the agent's reason when it did not, and "Done in <sha>." when
+/// the agent said nothing of that thread.
+fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
+    match replies.iter().find(|r| r.thread == n) {
+        Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
+        Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),
+        Some(r) if r.note.trim().is_empty() => "No change for this one.".to_owned(),
+        Some(r) => format!("No change: {}", r.note.trim()),
+        None => format!("Done in {sha}."),
+    }
+}
+
 /// The paths the commit changed against its parent.
 fn changed_files(repo: &git2::Repository, oid: git2::Oid) -> Result<Vec<String>, git2::Error> {
     let commit = repo.find_commit(oid)?;
@@ -374,4 +392,39 @@ fn changed_files(repo: &git2::Repository, oid: git2::Oid) -> Result<Vec<String>,
                 .map(|p| p.to_string_lossy().into_owned())
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(thread: usize, changed: bool, note: &str) -> ThreadReply {
+        ThreadReply {
+            thread,
+            changed,
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn each_thread_gets_the_agents_answer_or_done() {
+        let replies = [
+            reply(1, true, "Renamed it."),
+            reply(2, false, "The name is used by the public API."),
+            reply(3, true, " "),
+            reply(5, false, ""),
+        ];
+        let sha = "0123456789";
+        assert_eq!(
+            thread_reply(&replies, 1, sha),
+            "Done in 0123456789: Renamed it."
+        );
+        assert_eq!(
+            thread_reply(&replies, 2, sha),
+            "No change: The name is used by the public API."
+        );
+        assert_eq!(thread_reply(&replies, 3, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 4, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 5, sha), "No change for this one.");
+    }
 }

@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::model::{ToolCall, ToolSpec};
 
 pub use files::{Files, ReadLimit};
+pub use schema::ThreadReply;
 
 /// What a tool call came to.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,7 +31,11 @@ pub enum ToolOutcome {
     /// Sent back to the model, marked as an error it should act on.
     Error(String),
     /// The agent is done.
-    Finish { summary: String, title: String },
+    Finish {
+        summary: String,
+        title: String,
+        replies: Vec<schema::ThreadReply>,
+    },
 }
 
 impl ToolOutcome {
@@ -85,6 +90,7 @@ impl Toolbox<'_> {
                     Ok(a) => ToolOutcome::Finish {
                         summary: a.summary,
                         title: a.title,
+                        replies: a.replies,
                     },
                     Err(e) => ToolOutcome::Error(e),
                 }

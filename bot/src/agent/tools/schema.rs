@@ -87,12 +87,20 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "finish",
-            description: "Say you are done: a summary of what you changed and why, and a pull-request title.",
+            description: "Say you are done: a summary of what you changed and why, and a pull-request title. When answering review threads, add one reply per thread: its number, whether you changed the code for it, and a short note (what you did, or why not).",
             parameters: json!({"type": "object", "additionalProperties": false,
                 "required": ["summary", "title"],
                 "properties": {
                     "summary": {"type": "string", "minLength": 1, "maxLength": 20000},
-                    "title": {"type": "string", "minLength": 1, "maxLength": 120}
+                    "title": {"type": "string", "minLength": 1, "maxLength": 120},
+                    "replies": {"type": "array", "maxItems": 100, "items": {
+                        "type": "object", "additionalProperties": false,
+                        "required": ["thread", "changed", "note"],
+                        "properties": {
+                            "thread": {"type": "integer", "minimum": 1, "maximum": 1000},
+                            "changed": {"type": "boolean"},
+                            "note": {"type": "string", "maxLength": 2000}
+                        }}}
                 }}),
         },
     ]
@@ -195,4 +203,16 @@ pub struct BashArgs {
 pub struct FinishArgs {
     pub summary: String,
     pub title: String,
+    #[serde(default)]
+    pub replies: Vec<ThreadReply>,
+}
+
+/// The agent's answer to one review thread, numbered as the task lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ThreadReply {
+    pub thread: usize,
+    /// Whether the code was changed for it.
+    pub changed: bool,
+    /// What was done, or why nothing was.
+    pub note: String,
 }
