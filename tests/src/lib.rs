@@ -5,6 +5,7 @@ pub mod fake_forge;
 pub mod git_http;
 pub mod git_ssh;
 pub mod gitea_events;
+pub mod github_app;
 pub mod harness;
 pub mod local_server;
 pub mod model_server;

@@ -27,6 +27,8 @@ const API_TOKEN: &str = "story-operator-token";
 
 pub struct Story {
     pub kind: Kind,
+    /// Who the bot is on the forge: [`BOT`], or `forgehand[bot]` as an App.
+    pub bot_login: String,
     pub forge: FakeForge,
     pub model: ModelServer,
     pub project: ServedProject,
@@ -45,6 +47,16 @@ impl Story {
 
     /// Like [`Story::start`], with `FORGEHAND_*` settings of the test's own.
     pub async fn start_with(kind: Kind, script: Vec<Step>, env: &[(&str, &str)]) -> Story {
+        Self::start_inner(kind, script, env, false).await
+    }
+
+    /// On GitHub, with Forgehand signed in as a GitHub App (app id 4242,
+    /// installed on [`REPO`]) instead of with a token.
+    pub async fn start_as_app(script: Vec<Step>) -> Story {
+        Self::start_inner(Kind::GitHub, script, &[], true).await
+    }
+
+    async fn start_inner(kind: Kind, script: Vec<Step>, env: &[(&str, &str)], app: bool) -> Story {
         let dir = tempfile::tempdir().unwrap();
         let project = ServedProject::start(kind, dir.path()).await;
         let forge = FakeForge::start(kind).await.unwrap();
@@ -58,14 +70,42 @@ impl Story {
         });
         forge.set_clone_url(REPO, &project.clone_url);
         let model = ModelServer::start(script).await.unwrap();
+        let mut env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let bot_login = if app {
+            let (private, public) = crate::github_app::key_pair(dir.path(), "app");
+            let key_path = dir.path().join("app-private-key.pem");
+            std::fs::write(&key_path, private).unwrap();
+            forge.with(|s| {
+                s.apps.push((4242, public));
+                s.installations.insert(REPO.into(), 77);
+                // The git server takes one password: the installation's token.
+                s.installation_token = Some(TOKEN.into());
+            });
+            env.push(("FORGEHAND_GITHUB__APP_ID".into(), "4242".into()));
+            env.push((
+                "FORGEHAND_GITHUB__PRIVATE_KEY_PATH".into(),
+                key_path.display().to_string(),
+            ));
+            crate::fake_forge::APP_BOT.to_owned()
+        } else {
+            BOT.to_owned()
+        };
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
+        let mut env = settings(kind, dir.path(), &forge, &model, port, &env);
+        if app {
+            env.retain(|(k, _)| k != "FORGEHAND_GITHUB__TOKEN");
+        }
         let mut story = Story {
             kind,
-            env: settings(kind, dir.path(), &forge, &model, port, env),
+            bot_login,
+            env,
             forge,
             model,
             project,
@@ -239,7 +279,7 @@ impl Story {
         self.forge.with(|s| {
             s.comments
                 .iter()
-                .filter(|c| c.repo == REPO && c.issue == number && c.user == BOT)
+                .filter(|c| c.repo == REPO && c.issue == number && c.user == self.bot_login)
                 .map(|c| c.body.clone())
                 .collect()
         })
@@ -290,7 +330,7 @@ fn settings(
     forge: &FakeForge,
     model: &ModelServer,
     port: u16,
-    extra: &[(&str, &str)],
+    extra: &[(String, String)],
 ) -> Vec<(String, String)> {
     let path = |p: &str| dir.join(p).display().to_string();
     let mut env: Vec<(String, String)> = match kind {
@@ -340,7 +380,7 @@ fn settings(
     env.extend(common.into_iter().map(|(k, v)| (k.to_owned(), v)));
     for (key, value) in extra {
         env.retain(|(k, _)| k != key);
-        env.push(((*key).to_owned(), (*value).to_owned()));
+        env.push((key.clone(), value.clone()));
     }
     env
 }

@@ -3,15 +3,13 @@
 //! and as a GitHub App whose installation token is fetched once however
 //! many jobs ask at the same moment.
 
-use std::path::Path;
-use std::process::Command;
-
 use forgehand_forge::api::github::{GitHubAuth, GitHubClient};
 use forgehand_forge::api::{
     CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, RepoRef,
     ReviewState, StatusState,
 };
 use forgehand_tests::fake_forge::{FakeForge, Kind};
+use forgehand_tests::github_app::key_pair;
 use secrecy::SecretString;
 
 const TOKEN: &str = "ghp_fakefakefakefakefakefakefakefake0123";
@@ -192,35 +190,6 @@ async fn errors_come_with_their_kind() {
     assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
     assert!(!error.to_string().contains("ghp_wrong"));
     assert_eq!(github.violations(), Vec::<String>::new());
-}
-
-/// An RSA key pair made with the openssl command: (private PEM, public PEM).
-fn key_pair(dir: &Path, name: &str) -> (String, String) {
-    let private = dir.join(format!("{name}.pem"));
-    let public = dir.join(format!("{name}.pub.pem"));
-    let ok = Command::new("openssl")
-        .args(["genrsa", "-out"])
-        .arg(&private)
-        .arg("2048")
-        .output()
-        .expect("the openssl command (Debian package openssl; tests/run.sh installs it)")
-        .status
-        .success();
-    assert!(ok, "openssl genrsa failed");
-    let ok = Command::new("openssl")
-        .args(["rsa", "-pubout", "-in"])
-        .arg(&private)
-        .arg("-out")
-        .arg(&public)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "openssl rsa -pubout failed");
-    (
-        std::fs::read_to_string(private).unwrap(),
-        std::fs::read_to_string(public).unwrap(),
-    )
 }
 
 #[tokio::test(flavor = "multi_thread")]

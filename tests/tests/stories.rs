@@ -661,3 +661,41 @@ async fn the_newest_waiting_request_supersedes_the_older_one() {
         ["Document add", "Fix add in calc.sh", "start"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn as_a_github_app_a_labeled_issue_becomes_a_pull_request_with_a_check_run() {
+    let story = Story::start_as_app(good_script()).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    let pulls = story.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    assert_eq!(pulls[0].user, "forgehand[bot]", "the App opened it");
+    assert!(status_of(&story).starts_with("✅ Opened #2: "));
+    story.forge.with(|s| {
+        assert_eq!(
+            s.issued_tokens,
+            [77],
+            "one installation token for the whole job"
+        );
+        assert!(
+            s.calls
+                .iter()
+                .any(|c| c == "POST /repos/{owner}/{repo}/check-runs"),
+            "{:#?}",
+            s.calls
+        );
+        let checks: Vec<(&str, &str)> = s
+            .statuses
+            .iter()
+            .map(|st| (st.2.as_str(), st.3.as_str()))
+            .collect();
+        assert_eq!(checks, [("success", "forgehand")]);
+    });
+    // The App's own comments came back as webhooks from `forgehand[bot]`
+    // and made no job.
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}

@@ -155,7 +155,10 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             if !s.installations.values().any(|i| *i == id) {
                 return Err(not_found());
             }
-            let token = format!("ghs_fake{:032}", s.id());
+            let token = match &s.installation_token {
+                Some(fixed) => fixed.clone(),
+                None => format!("ghs_fake{:032}", s.id()),
+            };
             s.tokens.insert(token.clone(), APP_BOT.into());
             s.issued_tokens.push(id);
             let ttl = s.token_ttl_secs.unwrap_or(3600);

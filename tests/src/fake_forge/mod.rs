@@ -22,6 +22,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
+pub use github::APP_BOT;
 pub use state::{CallFault, ForgeState};
 pub use webhooks::Delivery;
 

@@ -16,6 +16,9 @@ pub struct ForgeState {
     pub issued_tokens: Vec<u64>,
     /// How long installation tokens last (an hour when unset, as on GitHub).
     pub token_ttl_secs: Option<i64>,
+    /// The installation token to hand out, instead of a new one each time
+    /// (so a git server with one password takes it).
+    pub installation_token: Option<String>,
     /// (owner/name, login) → none|read|write|admin|owner
     pub permissions: HashMap<(String, String), String>,
     pub issues: Vec<FakeIssue>,
