@@ -22,6 +22,8 @@ pub const MAINTAINER: &str = "maintainer";
 pub const OUTSIDER: &str = "drive-by";
 /// The bot's login (the token's user on the fake).
 pub const BOT: &str = "forgehand";
+/// How a job's status comment is marked (`<!-- forgehand:job:N -->`).
+pub const STATUS_MARKER: &str = "<!-- forgehand:job:";
 const WEBHOOK_SECRET: &str = "story-webhook-secret";
 const API_TOKEN: &str = "story-operator-token";
 
@@ -285,6 +287,22 @@ impl Story {
         })
     }
 
+    /// The one status comment on `number`, without its hidden marker.
+    pub fn status(&self, number: u64) -> String {
+        let statuses: Vec<String> = self
+            .bot_comments(number)
+            .into_iter()
+            .filter(|c| c.contains(STATUS_MARKER))
+            .collect();
+        assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
+        statuses[0]
+            .split(STATUS_MARKER)
+            .next()
+            .unwrap()
+            .trim_end()
+            .to_owned()
+    }
+
     /// The pull requests on the forge.
     pub fn pulls(&self) -> Vec<FakeIssue> {
         self.forge.with(|s| {
@@ -383,6 +401,13 @@ fn settings(
         env.push((key.clone(), value.clone()));
     }
     env
+}
+
+/// The one job of `kind` among `jobs`.
+pub fn only<'a>(jobs: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == kind).collect();
+    assert_eq!(found.len(), 1, "one {kind} job: {jobs:#?}");
+    found[0]
 }
 
 /// `target/debug/forgehand`, beside the test binary's `deps/`.
