@@ -57,7 +57,7 @@ impl Failure {
     }
 
     fn forge(error: ForgeError) -> Self {
-        let retryable = matches!(error, ForgeError::RateLimited { .. } | ForgeError::Other(_));
+        let retryable = error.is_transient();
         Failure {
             reason: "forge_error".into(),
             message: error.to_string(),
@@ -112,9 +112,10 @@ impl Pipeline {
 }
 
 fn forge_err(e: ForgeError) -> JobError {
-    match e {
-        ForgeError::RateLimited { .. } | ForgeError::Other(_) => JobError::retryable(e.to_string()),
-        other => JobError::permanent(other.to_string()),
+    if e.is_transient() {
+        JobError::retryable(e.to_string())
+    } else {
+        JobError::permanent(e.to_string())
     }
 }
 

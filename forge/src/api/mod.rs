@@ -46,6 +46,14 @@ pub enum ForgeError {
     Other(String),
 }
 
+impl ForgeError {
+    /// Whether waiting could fix it: a rate limit, a server error, the
+    /// network. Not found, forbidden, conflict and invalid stay as they are.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ForgeError::RateLimited { .. } | ForgeError::Other(_))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Permission {
     None,
