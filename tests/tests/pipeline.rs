@@ -169,6 +169,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
         [
             "authorized",
             "working copy",
+            "sandbox",
             "agent",
             "gate, commit and push",
             "pull request"

@@ -42,6 +42,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         [
             "authorized",
             "working copy",
+            "sandbox",
             "agent",
             "gate, commit and push",
             "pull request"
@@ -454,8 +455,12 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
         .iter()
         .map(|s| s["step"].as_str().unwrap())
         .collect();
-    assert_eq!(steps, ["authorized", "working copy", "agent"], "{detail:#}");
-    assert!(result["steps"][2]["ms"].is_u64());
+    assert_eq!(
+        steps,
+        ["authorized", "working copy", "sandbox", "agent"],
+        "{detail:#}"
+    );
+    assert!(result["steps"][3]["ms"].is_u64());
     let status = story.status(1);
     assert!(status.starts_with("❌ Stopped: `tamper`. "), "{status}");
     assert!(status.contains(".git"), "the finding is named: {status}");

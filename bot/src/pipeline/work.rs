@@ -132,6 +132,7 @@ impl Pipeline {
             .create(self.config.sandbox.spec(&tree))
             .await
             .map_err(Failure::infra)?;
+        steps.done("sandbox");
         let files = Files::open(&tree).map_err(Failure::infra)?;
         let prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
