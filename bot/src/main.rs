@@ -183,8 +183,8 @@ fn main() -> ExitCode {
             telemetry::init(&config.log);
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
             let served = runtime.block_on(async {
-                let handler = service::job_handler(&config).await?;
-                service::serve(config, handler, service::shutdown_signal()).await
+                let runner = service::job_runner(&config).await?;
+                service::serve(config, runner, service::shutdown_signal()).await
             });
             match served {
                 Ok(()) => ExitCode::SUCCESS,

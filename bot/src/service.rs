@@ -41,23 +41,24 @@ pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
 /// running jobs finish (or releases them) and returns.
 pub async fn serve(
     config: Config,
-    handler: Arc<dyn JobHandler>,
+    runner: Runner,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr = config.listen_addr().context("server.listen")?;
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr} (server.listen)"))?;
-    serve_on(listener, config, handler, shutdown).await
+    serve_on(listener, config, runner, shutdown).await
 }
 
 /// [`serve`] on a listener the caller bound (tests bind port 0).
 pub async fn serve_on(
     listener: TcpListener,
     config: Config,
-    handler: Arc<dyn JobHandler>,
+    runner: Runner,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let Runner { handler, sandbox } = runner;
     for warning in config.warnings() {
         warn!("{warning}");
     }
@@ -68,15 +69,13 @@ pub async fn serve_on(
         config.database.intake_batch_max,
         jobs_ready.clone(),
     );
-    // A node that runs jobs needs somewhere to run them.
-    let sandbox = if config.queue.workers > 0 {
-        Some(
-            sandboxes::prepare(&config.sandbox)
-                .await
-                .context("no sandbox for the agent's tools (see `forgehand doctor`)")?,
-        )
-    } else {
-        None
+    // A node that runs jobs needs somewhere to run them; the runner
+    // brings the sandbox it prepared, or it is prepared here (once: that
+    // also sweeps what a crashed run left behind).
+    let sandbox = match sandbox {
+        Some(prepared) => Some(prepared),
+        None if config.queue.workers > 0 => Some(prepare_sandbox(&config).await?),
+        None => None,
     };
     let state = AppState::new(&config, store.clone(), intake).with_sandbox(sandbox);
     let pool = WorkerPool::start(store, handler, queue_settings(&config), jobs_ready);
@@ -119,16 +118,37 @@ pub async fn shutdown_signal() {
     info!("shutdown requested");
 }
 
+/// What runs a node's jobs, and the sandbox it prepared for them (none
+/// for an intake-only node or a dry run).
+pub struct Runner {
+    pub handler: Arc<dyn JobHandler>,
+    pub sandbox: Option<sandboxes::SandboxStatus>,
+}
+
+impl Runner {
+    /// Jobs recorded and logged, nothing done on the forge.
+    pub fn logging() -> Self {
+        Runner {
+            handler: Arc::new(crate::queue::LoggingHandler),
+            sandbox: None,
+        }
+    }
+}
+
+async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxStatus> {
+    sandboxes::prepare(&config.sandbox)
+        .await
+        .context("no sandbox for the agent's tools (see `forgehand doctor`)")
+}
+
 /// What runs the jobs of `forgehand serve`: the pipeline, on the sandbox
 /// backend this node settles on, with the forges configured. An
 /// intake-only node (`queue.workers = 0`) runs none.
-pub async fn job_handler(config: &Config) -> anyhow::Result<Arc<dyn JobHandler>> {
+pub async fn job_runner(config: &Config) -> anyhow::Result<Runner> {
     if config.queue.workers == 0 || config.bot.dry_run {
-        return Ok(Arc::new(crate::queue::LoggingHandler));
+        return Ok(Runner::logging());
     }
-    let status = sandboxes::prepare(&config.sandbox)
-        .await
-        .context("no sandbox for the agent's tools (see `forgehand doctor`)")?;
+    let status = prepare_sandbox(config).await?;
     let github: Option<Arc<dyn forgehand_forge::api::ForgeApi>> = match config.github.client() {
         Some(client) => Some(Arc::new(client.context("github")?)),
         None => None,
@@ -144,11 +164,15 @@ pub async fn job_handler(config: &Config) -> anyhow::Result<Arc<dyn JobHandler>>
         Some(_) => format!("{} sandbox, shared kernel", status.backend.name()),
         None => format!("{} sandbox", status.backend.name()),
     };
-    Ok(Arc::new(crate::pipeline::Pipeline::new(
+    let pipeline = crate::pipeline::Pipeline::new(
         config.clone(),
         github,
         gitea,
-        status.backend,
+        status.backend.clone(),
         isolation,
-    )))
+    );
+    Ok(Runner {
+        handler: Arc::new(pipeline),
+        sandbox: Some(status),
+    })
 }

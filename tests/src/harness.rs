@@ -1,7 +1,6 @@
 //! The real Forgehand service, started in-process on a real TCP port, and
 //! a client that talks to it the way the forges and an operator do.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use forgehand_bot::config::Config;
@@ -71,7 +70,7 @@ impl TestServer {
         let task = tokio::spawn(forgehand_bot::service::serve_on(
             listener,
             config.clone(),
-            Arc::new(forgehand_bot::queue::LoggingHandler),
+            forgehand_bot::service::Runner::logging(),
             async move {
                 let _ = stop.await;
             },

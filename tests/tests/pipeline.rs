@@ -133,9 +133,10 @@ impl World {
     }
 
     async fn run(&self, job: &ClaimedJob) -> Result<serde_json::Value, JobError> {
-        let handler = forgehand_bot::service::job_handler(&self.config())
+        let handler = forgehand_bot::service::job_runner(&self.config())
             .await
-            .unwrap();
+            .unwrap()
+            .handler;
         let url = format!(
             "sqlite://{}",
             self.dir.path().join("forgehand.db").display()
