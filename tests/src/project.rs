@@ -124,26 +124,49 @@ impl ServedProject {
 
 /// Pushes the project to `main` of the served repository.
 fn seed(kind: Kind, url: &str, dir: &Path) {
+    push_files(
+        dir,
+        &[
+            ("calc.sh", "add() {\n  echo $(($1 - $2))\n}\n"),
+            (
+                "test.sh",
+                ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo 'ok: add' || { echo FAIL; exit 1; }\n",
+            ),
+        ],
+        "start",
+        url,
+        &credentials(kind),
+    );
+}
+
+/// Commits `files` (path, text) in a new repository at `dir` as `main`
+/// and pushes it to `url`.
+pub fn push_files(
+    dir: &Path,
+    files: &[(&str, &str)],
+    message: &str,
+    url: &str,
+    credentials: &Credentials,
+) {
     let repo = git2::Repository::init(dir).unwrap();
-    std::fs::write(dir.join("calc.sh"), "add() {\n  echo $(($1 - $2))\n}\n").unwrap();
-    std::fs::write(
-        dir.join("test.sh"),
-        ". ./calc.sh\n[ \"$(add 2 3)\" = 5 ] && echo 'ok: add' || { echo FAIL; exit 1; }\n",
-    )
-    .unwrap();
+    for (path, text) in files {
+        let file = dir.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
     let mut index = repo.index().unwrap();
     index
         .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
         .unwrap();
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
     let sig = git2::Signature::now("Maintainer", "m@example.invalid").unwrap();
-    repo.commit(Some("refs/heads/main"), &sig, &sig, "start", &tree, &[])
+    repo.commit(Some("refs/heads/main"), &sig, &sig, message, &tree, &[])
         .unwrap();
     transport::push(
         &repo,
         url,
         &["refs/heads/main:refs/heads/main"],
-        &credentials(kind),
+        credentials,
     )
     .unwrap();
 }

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use forgehand_tests::model_server::{ModelServer, Step};
+use forgehand_tests::project::good_script;
 use forgehand_tests::rootfs;
 use forgehand_tests::story::forgehand_binary;
 use serde_json::{json, Value};
@@ -118,22 +119,6 @@ fn transcript(report: &Value) -> Vec<Value> {
 
 fn tool_events(events: &[Value]) -> Vec<&Value> {
     events.iter().filter(|e| e["event"] == "tool").collect()
-}
-
-/// The model's side of a good run: read, edit, test, finish.
-fn good_script() -> Vec<Step> {
-    vec![
-        Step::call("read_file", json!({"path": "calc.sh"})),
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
-        ),
-        Step::call("bash", json!({"command": "sh test.sh"})),
-        Step::finish(
-            "add subtracted; it adds now, and test.sh passes.",
-            "Fix add in calc.sh",
-        ),
-    ]
 }
 
 const QUICK_RETRIES: &str = "[model]\nretry_base_ms = 50\nmax_retries = 2\n";

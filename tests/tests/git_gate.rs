@@ -76,27 +76,7 @@ fn credentials() -> Credentials {
 
 /// Commits [`FILES`] to `main` of the served repository.
 fn seed(url: &str, dir: &Path) {
-    let repo = git2::Repository::init(dir).unwrap();
-    for (path, text) in FILES {
-        let file = dir.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("Maintainer", "m@example.invalid").unwrap();
-    repo.commit(Some("refs/heads/main"), &sig, &sig, "seed", &tree, &[])
-        .unwrap();
-    transport::push(
-        &repo,
-        url,
-        &["refs/heads/main:refs/heads/main"],
-        &credentials(),
-    )
-    .unwrap();
+    forgehand_tests::project::push_files(dir, FILES, "seed", url, &credentials());
 }
 
 fn run(case: Case) {
