@@ -64,8 +64,11 @@ pub async fn serve_on(
     }
     let store = open_store(&config).await?;
     let jobs_ready = Arc::new(Notify::new());
+    let intake_log = store
+        .intake_log()
+        .context("opening the intake connection to the database")?;
     let intake = IntakeWriter::spawn(
-        store.clone(),
+        intake_log,
         config.database.intake_batch_max,
         jobs_ready.clone(),
     );

@@ -276,3 +276,41 @@ async fn intake_inserts_build_no_temporary_btree() {
         assert!(!plan.iter().any(|o| o == "OpenEphemeral"), "{sql}\n{plan:?}");
     }
 }
+
+/// The intake writer keeps a transaction open while a sync runs: what it
+/// adds is visible to nobody until committed, and a rollback (after a
+/// failed delivery) takes back everything added since the last commit.
+#[tokio::test]
+async fn the_open_intake_transaction_is_all_or_nothing() {
+    let (store, _dir) = store().await;
+    let ids = |rows: Vec<forgehand_bot::store::DeliveryRow>| {
+        let mut ids: Vec<_> = rows.into_iter().filter_map(|r| r.delivery_id).collect();
+        ids.sort();
+        ids
+    };
+    let all = DeliveryQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    let mut log = store.intake_log().unwrap();
+
+    log.add(&[delivery("a", Outcome::Accepted, 1)]).unwrap();
+    log.add(&[delivery("b", Outcome::Accepted, 1)]).unwrap();
+    assert!(
+        ids(store.list_deliveries(&all).await.unwrap()).is_empty(),
+        "uncommitted deliveries are visible"
+    );
+    log.rollback();
+    log.commit().unwrap();
+    assert!(ids(store.list_deliveries(&all).await.unwrap()).is_empty());
+
+    log.add(&[delivery("c", Outcome::Accepted, 1)]).unwrap();
+    log.add(&[delivery("d", Outcome::Accepted, 0)]).unwrap();
+    log.commit().unwrap();
+    assert_eq!(ids(store.list_deliveries(&all).await.unwrap()), ["c", "d"]);
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1);
+}

@@ -299,16 +299,35 @@ pub struct JobQuery {
     pub limit: u32,
 }
 
-/// Where deliveries are written, batch by batch, on the intake writer's
-/// thread. Blocking by design: see `store::intake`.
+/// Where deliveries are written, on the intake writer's thread and its
+/// sync thread (never both at once). Blocking by design: see
+/// `store::intake`.
 pub trait IntakeLog: Send + 'static {
-    /// Writes a batch atomically: all of it or none. Results come in the
-    /// batch's order. Visible at once; durable once a sync that started
+    /// Writes a batch atomically and commits it: all of it or none.
+    /// Results come in the batch's order. Durable once a sync that started
     /// after this returned has finished.
-    fn write(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>>;
+    fn write(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
+        let recorded = self.add(batch)?;
+        if let Err(error) = self.commit() {
+            self.rollback();
+            return Err(error);
+        }
+        Ok(recorded)
+    }
 
-    /// What makes written batches durable; called from other threads while
-    /// the next batch is written.
+    /// Writes deliveries into the open transaction, opening one when there
+    /// is none. On an error the whole open transaction is rolled back,
+    /// deliveries added before included.
+    fn add(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>>;
+
+    /// Commits the open transaction, if there is one.
+    fn commit(&mut self) -> StoreResult<()>;
+
+    /// Drops the open transaction, if there is one.
+    fn rollback(&mut self);
+
+    /// What makes committed deliveries durable; called from another thread
+    /// while the next deliveries are added.
     fn sync_handle(&self) -> Arc<dyn SyncHandle>;
 }
 
@@ -321,11 +340,11 @@ pub trait SyncHandle: Send + Sync + 'static {
 pub trait Store: Send + Sync + 'static {
     /// The log deliveries are written to. The intake writer takes one and
     /// drives it from a thread of its own.
-    fn intake_log(&self) -> Box<dyn IntakeLog>;
+    fn intake_log(&self) -> StoreResult<Box<dyn IntakeLog>>;
 
     /// Records deliveries and their jobs atomically, durable on return.
     async fn record_deliveries(&self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
-        let mut log = self.intake_log();
+        let mut log = self.intake_log()?;
         let batch = batch.to_vec();
         tokio::task::spawn_blocking(move || {
             let recorded = log.write(&batch)?;

@@ -50,7 +50,11 @@ impl TestApp {
         adjust(&mut config);
         let store: Arc<dyn Store> =
             Arc::new(SqliteStore::connect(&config.database.url).await.unwrap());
-        let intake = IntakeWriter::spawn(store.clone(), 16, Arc::new(tokio::sync::Notify::new()));
+        let intake = IntakeWriter::spawn(
+            store.intake_log().unwrap(),
+            16,
+            Arc::new(tokio::sync::Notify::new()),
+        );
         let state = AppState::new(&config, store.clone(), intake);
         TestApp {
             router: router(state),

@@ -1,7 +1,7 @@
 //! The SQLite store: one file, WAL, every commit synced to disk.
 
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,7 +18,8 @@ use crate::time::now_ms;
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    intake: Arc<Mutex<SqliteIntake>>,
+    db_path: std::path::PathBuf,
+    max_attempts: u32,
     wal_sync: Arc<WalSync>,
 }
 
@@ -44,20 +45,22 @@ impl SqliteStore {
             .await?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let db_path = pool.connect_options().get_filename().to_owned();
-        let intake = SqliteIntake::open(&db_path, 5)?;
+        // Opened once here so that a database the intake cannot use is
+        // an error at start-up, not at the first delivery.
+        SqliteIntake::open(&db_path, 5)?;
         Ok(SqliteStore {
             pool,
-            intake: Arc::new(Mutex::new(intake)),
-            wal_sync: Arc::new(WalSync { db_path }),
+            wal_sync: Arc::new(WalSync {
+                db_path: db_path.clone(),
+            }),
+            db_path,
+            max_attempts: 5,
         })
     }
 
     /// Attempts a new job gets before it is dead-lettered.
-    pub fn with_max_attempts(self, max_attempts: u32) -> Self {
-        self.intake
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .set_max_attempts(max_attempts.max(1));
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts.max(1);
         self
     }
 
@@ -102,11 +105,11 @@ type TargetRow = (
 
 #[async_trait]
 impl Store for SqliteStore {
-    fn intake_log(&self) -> Box<dyn IntakeLog> {
-        Box::new(SqliteIntakeLog {
-            intake: self.intake.clone(),
+    fn intake_log(&self) -> StoreResult<Box<dyn IntakeLog>> {
+        Ok(Box::new(SqliteIntakeLog {
+            intake: SqliteIntake::open(&self.db_path, self.max_attempts)?,
             sync: self.wal_sync.clone(),
-        })
+        }))
     }
 
     async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>> {

@@ -6,10 +6,10 @@
 //! syncing the WAL file, off the writer's path.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, params_from_iter, Connection, Transaction};
+use rusqlite::{params, params_from_iter, Connection};
 
 use crate::store::{
     CompressedPayload, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery, Outcome,
@@ -20,6 +20,7 @@ pub(super) struct SqliteIntake {
     connection: Connection,
     max_attempts: u32,
     last_checkpoint: Instant,
+    open: bool,
 }
 
 /// How often the intake connection checkpoints the WAL while it writes.
@@ -40,25 +41,44 @@ impl SqliteIntake {
             connection,
             max_attempts,
             last_checkpoint: Instant::now(),
+            open: false,
         })
     }
 
-    pub(super) fn set_max_attempts(&mut self, max_attempts: u32) {
-        self.max_attempts = max_attempts;
-    }
-
-    fn write(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
+    fn add(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
         let max_attempts = self.max_attempts;
-        let tx = self.connection.transaction()?;
+        if !self.open {
+            self.connection.prepare_cached("BEGIN")?.execute([])?;
+            self.open = true;
+        }
+        // No savepoint (it would copy every page it touches): a failure
+        // rolls back the whole open batch, which the caller writes again.
         let recorded = batch
             .iter()
-            .map(|d| record_one(&tx, d, max_attempts))
-            .collect::<StoreResult<Vec<_>>>()?;
-        tx.commit()?;
+            .map(|d| record_one(&self.connection, d, max_attempts))
+            .collect::<StoreResult<Vec<_>>>();
+        if recorded.is_err() {
+            self.rollback();
+        }
+        recorded
+    }
+
+    fn commit(&mut self) -> StoreResult<()> {
+        if self.open {
+            self.open = false;
+            self.connection.prepare_cached("COMMIT")?.execute([])?;
+        }
         if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
             self.checkpoint();
         }
-        Ok(recorded)
+        Ok(())
+    }
+
+    fn rollback(&mut self) {
+        if self.open {
+            self.open = false;
+            let _ = self.connection.execute_batch("ROLLBACK");
+        }
     }
 
     /// Copies the WAL into the database and starts it over. Done here,
@@ -79,7 +99,7 @@ impl SqliteIntake {
     }
 }
 
-fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> StoreResult<Recorded> {
+fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResult<Recorded> {
     // Accepted and ignored deliveries hold their delivery id; refused ones
     // must not, or a forged request could block the genuine delivery.
     let claims_id =
@@ -125,11 +145,7 @@ fn record_one(tx: &Transaction<'_>, d: &NewDelivery, max_attempts: u32) -> Store
     Ok(Recorded::New { delivery, jobs })
 }
 
-fn record_installation(
-    tx: &Transaction<'_>,
-    change: &InstallationChange,
-    now: i64,
-) -> StoreResult<()> {
+fn record_installation(tx: &Connection, change: &InstallationChange, now: i64) -> StoreResult<()> {
     // A change of repositories says nothing of the installation's state.
     let state = match change.update {
         InstallationUpdate::Deleted => Some("deleted"),
@@ -170,7 +186,7 @@ fn record_installation(
 }
 
 /// A redelivery: recorded as such, pointing at the first delivery's jobs.
-fn record_duplicate(tx: &Transaction<'_>, d: &NewDelivery) -> StoreResult<Recorded> {
+fn record_duplicate(tx: &Connection, d: &NewDelivery) -> StoreResult<Recorded> {
     let first: i64 = tx.query_row(
         "SELECT id FROM deliveries WHERE forge = ?1 AND delivery_id = ?2 AND outcome IN ('accepted', 'ignored')",
         params![d.forge, d.delivery_id],
@@ -185,7 +201,7 @@ fn record_duplicate(tx: &Transaction<'_>, d: &NewDelivery) -> StoreResult<Record
 }
 
 fn insert_delivery(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     d: &NewDelivery,
     outcome: Outcome,
     status_code: u16,
@@ -264,19 +280,24 @@ impl SyncHandle for WalSync {
     }
 }
 
-/// The intake connection, shared by the intake writer and by
-/// [`crate::store::Store::record_deliveries`].
+/// An intake log on a connection of its own: its open transaction is
+/// nobody else's.
 pub(super) struct SqliteIntakeLog {
-    pub(super) intake: Arc<Mutex<SqliteIntake>>,
+    pub(super) intake: SqliteIntake,
     pub(super) sync: Arc<WalSync>,
 }
 
 impl IntakeLog for SqliteIntakeLog {
-    fn write(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
-        self.intake
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .write(batch)
+    fn add(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
+        self.intake.add(batch)
+    }
+
+    fn commit(&mut self) -> StoreResult<()> {
+        self.intake.commit()
+    }
+
+    fn rollback(&mut self) {
+        self.intake.rollback()
     }
 
     fn sync_handle(&self) -> Arc<dyn SyncHandle> {
