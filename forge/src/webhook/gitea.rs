@@ -8,7 +8,7 @@
 //! `login`, `username` or both, pull requests may lack `number`, `merged`
 //! or `state`, and 2018-era payloads carry a top-level `secret` (ignored).
 
-use super::{comment_action, required, ParseError};
+use super::{comment_action, from_json, required, ParseError};
 use crate::event::{
     Actor, Comment, CommentAction, Event, Issue, IssueAction, IssueState, PullRequest,
     PullRequestAction, Repo, ReviewState,
@@ -19,7 +19,7 @@ use serde::Deserialize;
 pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     // Every delivery must be a JSON object; its `action` decides whether
     // the rest is worth reading.
-    let envelope: Envelope = serde_json::from_slice(body)?;
+    let envelope: Envelope = from_json(body)?;
     let action = envelope.action;
     let other = || {
         Ok(Event::Other {
@@ -75,7 +75,7 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
 }
 
 fn from_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
-    Ok(serde_json::from_slice(body)?)
+    Ok(from_json(body)?)
 }
 
 fn issue_action(action: &str) -> Option<IssueAction> {

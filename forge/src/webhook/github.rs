@@ -3,7 +3,7 @@
 //! Only the fields Forgehand needs are read; everything else GitHub sends
 //! is ignored, and anything the 2019-era payloads lack is optional.
 
-use super::{comment_action, required, ParseError};
+use super::{comment_action, from_json, required, ParseError};
 use crate::event::{
     Actor, Comment, CommentAction, Event, InstallationAction, InstallationReposAction, Issue,
     IssueAction, IssueState, PullRequest, PullRequestAction, Repo, ReviewState,
@@ -19,7 +19,7 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
     }
     // Every delivery must be a JSON object; its `action` decides whether
     // the rest is worth reading.
-    let action = serde_json::from_slice::<Envelope>(body)?.action;
+    let action = from_json::<Envelope>(body)?.action;
     let other = || {
         Ok(Event::Other {
             event: event.to_owned(),
@@ -68,12 +68,12 @@ pub(super) fn parse(event: &str, body: &[u8]) -> Result<Event, ParseError> {
 fn fast_path(event: &str, body: &[u8]) -> Option<Event> {
     match event {
         "issues" => {
-            let p: IssuesPayload = serde_json::from_slice(body).ok()?;
+            let p: IssuesPayload = from_json(body).ok()?;
             let action = issue_action(p.action.as_deref()?)?;
             Some(issues_event(action, p))
         }
         "issue_comment" => {
-            let p: IssueCommentPayload = serde_json::from_slice(body).ok()?;
+            let p: IssueCommentPayload = from_json(body).ok()?;
             let action = comment_action(p.action.as_deref()?)?;
             Some(issue_comment_event(action, p))
         }
@@ -82,7 +82,7 @@ fn fast_path(event: &str, body: &[u8]) -> Option<Event> {
 }
 
 fn from_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ParseError> {
-    Ok(serde_json::from_slice(body)?)
+    Ok(from_json(body)?)
 }
 
 fn issue_action(action: &str) -> Option<IssueAction> {
