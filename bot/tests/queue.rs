@@ -656,3 +656,38 @@ async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
     );
     pool.shutdown().await;
 }
+
+/// Claiming looks for a candidate outside the write lock, then takes it
+/// under the lock: claimers racing for the same candidates must still get
+/// each job exactly once, and never two of one target.
+#[tokio::test]
+async fn racing_claimers_get_each_job_once() {
+    let q = queue(5).await;
+    let targets: Vec<u64> = (1..=30).collect();
+    let mut expected = q.enqueue(&targets).await;
+    // A second job for each target waits behind the first.
+    q.enqueue_jobs(targets.iter().map(|&t| help(t)).collect())
+        .await;
+    let claimers = (0..6).map(|n| {
+        let store = q.store.clone();
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            while let Some(job) = store
+                .claim_job(&format!("w{n}"), Duration::from_secs(30))
+                .await
+                .unwrap()
+            {
+                got.push((job.id, job.job.target));
+            }
+            got
+        })
+    });
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.unwrap());
+    }
+    let mut ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
+    ids.sort();
+    expected.sort();
+    assert_eq!(ids, expected, "each target's first job, each exactly once");
+}

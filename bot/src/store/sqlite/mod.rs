@@ -69,6 +69,27 @@ impl SqliteStore {
     }
 }
 
+/// How many candidates one claim tries before it lets the worker wait.
+const CLAIM_TRIES: usize = 3;
+
+/// The condition on job `j` (with `now` the given parameter) that makes it
+/// claimable: due; not held back by a running job of its target (a stop
+/// runs beside the job it stops; the unique index on running jobs per
+/// target backs this up); and, of a target's waiting requests, the newest:
+/// if its sender may command the bot, it supersedes the rest.
+macro_rules! claimable {
+    ($now:literal) => {
+        concat!(
+            "j.state = 'queued' AND j.run_at <= ", $now,
+            " AND (j.kind = 'command.stop' OR NOT EXISTS (SELECT 1 FROM jobs r \
+                 WHERE r.target_key = j.target_key AND r.state = 'running' AND r.kind <> 'command.stop')) \
+             AND NOT (j.supersedable = 1 AND EXISTS (SELECT 1 FROM jobs n \
+                 WHERE n.target_key = j.target_key AND n.state = 'queued' AND n.supersedable = 1 \
+                 AND n.id > j.id AND n.run_at <= ", $now, "))"
+        )
+    };
+}
+
 const JOB_COLUMNS: &str =
     "id, delivery, kind, payload, target_key, state, attempts, max_attempts, run_at, \
      lease_owner, lease_expires_at, last_error, result, created_at, updated_at, finished_at";
@@ -113,53 +134,65 @@ impl Store for SqliteStore {
     }
 
     async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>> {
-        let now = now_ms();
-        let mut tx = self.pool.begin().await?;
-        // The UPDATE takes SQLite's write lock first, so two claimers never
-        // see the same queued row; the unique index on running jobs per
-        // target backs the first NOT EXISTS up. A stop runs beside the job
-        // it stops. Of a target's waiting work the newest goes first: if its
-        // sender may command the bot, it supersedes the rest.
-        let claimed: Option<(i64, i64, i64, String)> = sqlx::query_as(
-            "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = ?1, \
-                 lease_expires_at = ?2, updated_at = ?3 \
-             WHERE id = (SELECT j.id FROM jobs j WHERE j.state = 'queued' AND j.run_at <= ?3 \
-                 AND (j.kind = 'command.stop' OR NOT EXISTS (SELECT 1 FROM jobs r \
-                     WHERE r.target_key = j.target_key AND r.state = 'running' AND r.kind <> 'command.stop')) \
-                 AND NOT (j.supersedable = 1 AND EXISTS (SELECT 1 FROM jobs n \
-                     WHERE n.target_key = j.target_key AND n.state = 'queued' AND n.supersedable = 1 \
-                     AND n.id > j.id AND n.run_at <= ?3)) \
-                 ORDER BY j.run_at, j.id LIMIT 1) \
-             RETURNING id, attempts, max_attempts, payload",
-        )
-        .bind(worker)
-        .bind(now + lease.as_millis() as i64)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((id, attempt, max_attempts, payload)) = claimed else {
-            tx.rollback().await?;
-            return Ok(None);
-        };
-        let run: i64 = sqlx::query_scalar(
-            "INSERT INTO job_runs (job, attempt, worker, started_at) VALUES (?, ?, ?, ?) RETURNING id",
-        )
-        .bind(id)
-        .bind(attempt)
-        .bind(worker)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let job = serde_json::from_str(&payload)
-            .map_err(|source| StoreError::CorruptJob { id, source })?;
-        Ok(Some(ClaimedJob {
-            id,
-            run,
-            attempt: attempt as u32,
-            max_attempts: max_attempts as u32,
-            job,
-        }))
+        // Finding a candidate may walk many waiting jobs (a target with a
+        // running job holds back all of its own), so it is a plain read:
+        // done inside the UPDATE it would hold the write lock that every
+        // webhook's commit waits for. The UPDATE then checks the one
+        // candidate again under that lock; another worker may have taken
+        // it meanwhile, and then the next one is looked for.
+        for _ in 0..CLAIM_TRIES {
+            let now = now_ms();
+            let candidate: Option<i64> = sqlx::query_scalar(concat!(
+                "SELECT j.id FROM jobs j WHERE ",
+                claimable!("?1"),
+                " ORDER BY j.run_at, j.id LIMIT 1"
+            ))
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+            let Some(candidate) = candidate else {
+                return Ok(None);
+            };
+            let mut tx = self.pool.begin().await?;
+            let claimed: Option<(i64, i64, i64, String)> = sqlx::query_as(concat!(
+                "UPDATE jobs AS j SET state = 'running', attempts = attempts + 1, lease_owner = ?1, \
+                     lease_expires_at = ?2, updated_at = ?3 \
+                 WHERE j.id = ?4 AND ",
+                claimable!("?3"),
+                " RETURNING id, attempts, max_attempts, payload"
+            ))
+            .bind(worker)
+            .bind(now + lease.as_millis() as i64)
+            .bind(now)
+            .bind(candidate)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some((id, attempt, max_attempts, payload)) = claimed else {
+                tx.rollback().await?;
+                continue;
+            };
+            let run: i64 = sqlx::query_scalar(
+                "INSERT INTO job_runs (job, attempt, worker, started_at) VALUES (?, ?, ?, ?) RETURNING id",
+            )
+            .bind(id)
+            .bind(attempt)
+            .bind(worker)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            let job = serde_json::from_str(&payload)
+                .map_err(|source| StoreError::CorruptJob { id, source })?;
+            return Ok(Some(ClaimedJob {
+                id,
+                run,
+                attempt: attempt as u32,
+                max_attempts: max_attempts as u32,
+                job,
+            }));
+        }
+        // Every candidate was taken by another worker: it polls again soon.
+        Ok(None)
     }
 
     async fn heartbeat(
