@@ -20,7 +20,6 @@ pub(super) struct SqliteIntake {
     connection: Connection,
     max_attempts: u32,
     last_checkpoint: Instant,
-    open: bool,
 }
 
 /// How often the intake connection checkpoints the WAL while it writes.
@@ -41,15 +40,15 @@ impl SqliteIntake {
             connection,
             max_attempts,
             last_checkpoint: Instant::now(),
-            open: false,
         })
     }
 
     fn add(&mut self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
         let max_attempts = self.max_attempts;
-        if !self.open {
+        // Whether a transaction is open is asked of SQLite, which also
+        // ends one on some errors by itself.
+        if self.connection.is_autocommit() {
             self.connection.prepare_cached("BEGIN")?.execute([])?;
-            self.open = true;
         }
         // No savepoint (it would copy every page it touches): a failure
         // rolls back the whole open batch, which the caller writes again.
@@ -64,8 +63,7 @@ impl SqliteIntake {
     }
 
     fn commit(&mut self) -> StoreResult<()> {
-        if self.open {
-            self.open = false;
+        if !self.connection.is_autocommit() {
             self.connection.prepare_cached("COMMIT")?.execute([])?;
         }
         if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
@@ -75,8 +73,7 @@ impl SqliteIntake {
     }
 
     fn rollback(&mut self) {
-        if self.open {
-            self.open = false;
+        if !self.connection.is_autocommit() {
             let _ = self.connection.execute_batch("ROLLBACK");
         }
     }
