@@ -11,6 +11,17 @@ use forgehand_tests::project::good_script;
 use forgehand_tests::story::{host_processes_with, only, Story, MAINTAINER, STATUS_MARKER};
 use serde_json::{json, Value};
 
+/// The model's answer to a follow-up request: one edit, one commit.
+fn document_add() -> [Step; 2] {
+    [
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::finish("Documented add.", "Document add"),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn plan_then_go_proposes_first_and_carries_the_plan_out() {
     let mut script = vec![
@@ -115,13 +126,7 @@ async fn retry_runs_the_failed_job_again() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit() {
     let mut script = good_script();
-    script.extend([
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::finish("Documented add.", "Document add"),
-    ]);
+    script.extend(document_add());
     let story = Story::start(Kind::GitHub, script).await;
     story.label(1).await;
     story.settled().await;
@@ -145,13 +150,7 @@ async fn the_newest_waiting_request_supersedes_the_older_one() {
         json!({"command": "sleep 2 && echo 515151"}),
     )];
     script.extend(good_script());
-    script.extend([
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::finish("Documented add.", "Document add"),
-    ]);
+    script.extend(document_add());
     let story = Story::start(Kind::GitHub, script).await;
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
