@@ -90,6 +90,17 @@ macro_rules! claimable {
     };
 }
 
+// Looked up once per redelivery or per listed delivery: each must search
+// an index (deliveries_once, jobs_by_delivery), never scan a table that
+// grows with every delivery. `outcome IN (...)` repeats the condition of
+// the partial index deliveries_once word for word, which is what lets
+// SQLite use it.
+const FIRST_DELIVERY: &str = "SELECT id FROM deliveries \
+     WHERE forge = ?1 AND delivery_id = ?2 AND outcome IN ('accepted', 'ignored')";
+const JOBS_OF_DELIVERY: &str = "SELECT id FROM jobs WHERE delivery = ?1 ORDER BY id";
+const JOBS_OF_FIRST_DELIVERY: &str = "SELECT j.id FROM jobs j JOIN deliveries d ON j.delivery = d.id \
+     WHERE d.forge = ?1 AND d.delivery_id = ?2 AND d.outcome IN ('accepted', 'ignored') ORDER BY j.id";
+
 const JOB_COLUMNS: &str =
     "id, delivery, kind, payload, target_key, state, attempts, max_attempts, run_at, \
      lease_owner, lease_expires_at, last_error, result, created_at, updated_at, finished_at";
@@ -339,18 +350,19 @@ impl Store for SqliteStore {
         let mut rows: Vec<DeliveryRow> = sql.build_query_as().fetch_all(&self.pool).await?;
         for row in &mut rows {
             row.jobs = match row.outcome {
-                Outcome::Duplicate => sqlx::query_scalar(
-                    "SELECT j.id FROM jobs j JOIN deliveries d ON j.delivery = d.id \
-                     WHERE d.forge = ? AND d.delivery_id = ? AND d.outcome = 'accepted' ORDER BY j.id",
-                )
-                .bind(&row.forge)
-                .bind(&row.delivery_id)
-                .fetch_all(&self.pool)
-                .await?,
-                _ => sqlx::query_scalar("SELECT id FROM jobs WHERE delivery = ? ORDER BY id")
-                    .bind(row.id)
-                    .fetch_all(&self.pool)
-                    .await?,
+                Outcome::Duplicate => {
+                    sqlx::query_scalar(JOBS_OF_FIRST_DELIVERY)
+                        .bind(&row.forge)
+                        .bind(&row.delivery_id)
+                        .fetch_all(&self.pool)
+                        .await?
+                }
+                _ => {
+                    sqlx::query_scalar(JOBS_OF_DELIVERY)
+                        .bind(row.id)
+                        .fetch_all(&self.pool)
+                        .await?
+                }
             };
         }
         Ok(rows)
@@ -516,5 +528,42 @@ impl Store for SqliteStore {
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlx::Row;
+
+    /// A redelivery is handled inside the intake's one writer: a lookup
+    /// there that scanned a table would hold up every webhook behind it,
+    /// longer the more deliveries were ever recorded.
+    #[tokio::test]
+    async fn lookups_made_per_delivery_search_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        for (sql, index) in [
+            (FIRST_DELIVERY, "deliveries_once"),
+            (JOBS_OF_DELIVERY, "jobs_by_delivery"),
+            (JOBS_OF_FIRST_DELIVERY, "jobs_by_delivery"),
+        ] {
+            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .fetch_all(store.pool())
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get("detail"))
+                .collect();
+            assert!(
+                plan.iter().all(|step| step.starts_with("SEARCH")),
+                "{sql}\n{plan:#?}"
+            );
+            assert!(
+                plan.iter().any(|step| step.contains(index)),
+                "{sql} does not use {index}\n{plan:#?}"
+            );
+        }
     }
 }

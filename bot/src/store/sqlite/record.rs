@@ -185,12 +185,12 @@ fn record_installation(tx: &Connection, change: &InstallationChange, now: i64) -
 /// A redelivery: recorded as such, pointing at the first delivery's jobs.
 fn record_duplicate(tx: &Connection, d: &NewDelivery) -> StoreResult<Recorded> {
     let first: i64 = tx.query_row(
-        "SELECT id FROM deliveries WHERE forge = ?1 AND delivery_id = ?2 AND outcome IN ('accepted', 'ignored')",
+        super::FIRST_DELIVERY,
         params![d.forge, d.delivery_id],
         |r| r.get(0),
     )?;
     let delivery = insert_delivery(tx, d, Outcome::Duplicate, 200)?;
-    let mut jobs = tx.prepare_cached("SELECT id FROM jobs WHERE delivery = ?1 ORDER BY id")?;
+    let mut jobs = tx.prepare_cached(super::JOBS_OF_DELIVERY)?;
     let jobs = jobs
         .query_map([first], |r| r.get(0))?
         .collect::<Result<Vec<i64>, _>>()?;
