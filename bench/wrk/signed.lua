@@ -19,6 +19,8 @@
 --                    that normally nothing is in flight when wrk stops.
 --                    (An idle connection is given an empty request, which
 --                    wrk writes as nothing and then waits on.)
+--   BENCH_DELIVERY_ID  when set, every request carries this one delivery
+--                    id: a storm of redeliveries (bench/redelivery.sh)
 --   BENCH_UNANSWERED_FILE  where done() lists the delivery ids that were
 --                    sent but whose answer wrk never read (see below)
 --
@@ -49,6 +51,8 @@ assert(signature:match("^%x+$") and #signature == 64,
        signature_path .. " must hold a hex HMAC-SHA256")
 
 local run = (tonumber(os.getenv("BENCH_RUN") or "") or os.time()) % 4294967296
+local fixed_id = os.getenv("BENCH_DELIVERY_ID")
+if fixed_id == "" then fixed_id = nil end
 local duration_s = tonumber(os.getenv("BENCH_DURATION") or "")
 local drain_ms = tonumber(os.getenv("BENCH_DRAIN_MS") or "") or 250
 
@@ -225,6 +229,9 @@ function request()
       unsent_ids[counter] = true
    else
       sent = sent + 1
+   end
+   if fixed_id then
+      return head .. fixed_id .. tail
    end
    return head .. delivery_id(thread_no, counter) .. tail
 end
