@@ -314,3 +314,77 @@ async fn the_open_intake_transaction_is_all_or_nothing() {
         .unwrap();
     assert_eq!(jobs, 1);
 }
+
+/// The intake keeps a transaction open while its sync runs and opens the
+/// next one as soon as a delivery comes, so under a steady stream of
+/// webhooks the database's write lock is rarely free. A worker's writes
+/// (claiming a job, extending its lease, finishing it) must still get
+/// their turn within a few batches (a few ms here), not wait for SQLite's
+/// 10 s busy timeout or fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
+    use forgehand_bot::store::{Finish, IntakeWriter};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    async fn in_time<T>(what: &str, write: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(3), write)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{what} waited more than 3 s for the intake to let go of the database")
+            })
+    }
+
+    let (store, _dir) = store().await;
+    store
+        .record_deliveries(&[delivery("first", Outcome::Accepted, 1)])
+        .await
+        .unwrap();
+    let writer = IntakeWriter::spawn(
+        store.intake_log().unwrap(),
+        64,
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let recorded = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..16)
+        .map(|sender| {
+            let (writer, stop, recorded) = (writer.clone(), stop.clone(), recorded.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let id = format!("flood-{sender}-{n}");
+                    writer
+                        .record(delivery(&id, Outcome::Accepted, 0))
+                        .await
+                        .unwrap();
+                    recorded.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    while recorded.load(Ordering::Relaxed) < 500 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let lease = Duration::from_secs(60);
+    let job = in_time("claiming a job", store.claim_job("w1", lease))
+        .await
+        .unwrap()
+        .expect("the first delivery's job is waiting");
+    let kept = in_time("a heartbeat", store.heartbeat(&job, "w1", lease)).await;
+    assert!(kept.unwrap());
+    let done = Finish::Succeeded {
+        result: serde_json::json!({}),
+    };
+    let finished = in_time("finishing the job", store.finish_job(&job, "w1", done)).await;
+    assert!(finished.unwrap());
+
+    stop.store(true, Ordering::Relaxed);
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    assert!(recorded.load(Ordering::Relaxed) > 500);
+}
