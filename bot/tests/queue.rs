@@ -625,6 +625,41 @@ async fn a_stop_runs_beside_the_job_it_stops() {
     assert_eq!(error.as_deref(), Some("stopped by @maintainer"));
 }
 
+/// A claim looks at the 32 oldest waiting jobs first; when all of them are
+/// held back it looks target by target instead of walking every waiting
+/// job. The rules are the same either way.
+#[tokio::test]
+async fn behind_many_held_back_jobs_a_claim_still_finds_the_right_one() {
+    let q = queue(5).await;
+    let running = q.enqueue(&[7]).await[0];
+    let first = claim(&q).await.unwrap();
+    assert_eq!(first.id, running);
+    let held_back = q.enqueue(&[7; 40]).await;
+    let other = q.enqueue(&[8]).await[0];
+    let second = claim(&q).await.unwrap();
+    assert_eq!(
+        second.id, other,
+        "issue 8's job, behind 40 of issue 7 held back by job {running}"
+    );
+    let stop_id = q.enqueue_jobs(vec![stop(7)]).await[0];
+    let third = claim(&q).await.unwrap();
+    assert_eq!(third.id, stop_id, "the stop runs beside job {running}");
+    assert!(claim(&q).await.is_none(), "both issues have a running job");
+
+    for claimed in [first, second, third] {
+        let done = Finish::Succeeded {
+            result: serde_json::json!({}),
+        };
+        assert!(q.store.finish_job(&claimed, "w", done).await.unwrap());
+    }
+    assert_eq!(
+        claim(&q).await.map(|c| c.id),
+        Some(held_back[39]),
+        "the newest of the 40 requests, not the oldest"
+    );
+    assert!(claim(&q).await.is_none(), "the other 39 wait for it");
+}
+
 #[tokio::test]
 async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
     let q = queue(5).await;

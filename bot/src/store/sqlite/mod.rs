@@ -101,6 +101,52 @@ const JOBS_OF_DELIVERY: &str = "SELECT id FROM jobs WHERE delivery = ?1 ORDER BY
 const JOBS_OF_FIRST_DELIVERY: &str = "SELECT j.id FROM jobs j JOIN deliveries d ON j.delivery = d.id \
      WHERE d.forge = ?1 AND d.delivery_id = ?2 AND d.outcome IN ('accepted', 'ignored') ORDER BY j.id";
 
+/// The first claimable job among the 32 oldest due waiting ones: the usual
+/// case, where little is held back.
+const FIRST_OF_THE_OLDEST: &str = concat!(
+    "SELECT j.id FROM (SELECT * FROM jobs WHERE state = 'queued' AND run_at <= ?1 \
+         ORDER BY run_at, id LIMIT 32) j WHERE ",
+    claimable!("?1"),
+    " ORDER BY j.run_at, j.id LIMIT 1"
+);
+
+/// The claimable job found target by target, each target once, for when
+/// the oldest waiting jobs are all held back (a target with a running job,
+/// or many requests of which only the newest counts): walking them one by
+/// one cost a claim time in proportion to how many waited. Of a target
+/// with no running job, its newest due request (which supersedes the
+/// others) and its oldest other due job (help, explanations, stops) are
+/// candidates; of a target with one, its oldest due stop. The oldest
+/// candidate wins. (CROSS JOIN keeps SQLite from reading all jobs to join
+/// them to the few candidates, which it plans on a database without rows.)
+const FIRST_BY_TARGET: &str = "\
+    WITH RECURSIVE waiting(target) AS ( \
+        SELECT (SELECT target_key FROM jobs WHERE state = 'queued' ORDER BY target_key LIMIT 1) \
+        UNION ALL \
+        SELECT (SELECT target_key FROM jobs WHERE state = 'queued' AND target_key > waiting.target \
+                ORDER BY target_key LIMIT 1) \
+        FROM waiting WHERE waiting.target IS NOT NULL \
+    ), \
+    targets(target, busy) AS ( \
+        SELECT w.target, EXISTS (SELECT 1 FROM jobs r WHERE r.state = 'running' \
+                                 AND r.target_key = w.target AND r.kind <> 'command.stop') \
+        FROM waiting w WHERE w.target IS NOT NULL \
+    ), \
+    candidates(id) AS ( \
+        SELECT (SELECT id FROM jobs WHERE state = 'queued' AND target_key = t.target \
+                AND supersedable = 1 AND run_at <= ?1 ORDER BY id DESC LIMIT 1) \
+        FROM targets t WHERE NOT t.busy \
+        UNION ALL \
+        SELECT (SELECT id FROM jobs WHERE state = 'queued' AND target_key = t.target \
+                AND supersedable = 0 AND run_at <= ?1 ORDER BY id LIMIT 1) \
+        FROM targets t WHERE NOT t.busy \
+        UNION ALL \
+        SELECT (SELECT id FROM jobs WHERE state = 'queued' AND kind = 'command.stop' \
+                AND target_key = t.target AND run_at <= ?1 ORDER BY id LIMIT 1) \
+        FROM targets t WHERE t.busy \
+    ) \
+    SELECT j.id FROM candidates c CROSS JOIN jobs j ON j.id = c.id ORDER BY j.run_at, j.id LIMIT 1";
+
 const JOB_COLUMNS: &str =
     "id, delivery, kind, payload, target_key, state, attempts, max_attempts, run_at, \
      lease_owner, lease_expires_at, last_error, result, created_at, updated_at, finished_at";
@@ -145,22 +191,23 @@ impl Store for SqliteStore {
     }
 
     async fn claim_job(&self, worker: &str, lease: Duration) -> StoreResult<Option<ClaimedJob>> {
-        // Finding a candidate may walk many waiting jobs (a target with a
-        // running job holds back all of its own), so it is a plain read:
-        // done inside the UPDATE it would hold the write lock that every
-        // webhook's commit waits for. The UPDATE then checks the one
-        // candidate again under that lock; another worker may have taken
-        // it meanwhile, and then the next one is looked for.
+        // Finding a candidate is a plain read: done inside the UPDATE it
+        // would hold the write lock that every webhook's commit waits for.
+        // The UPDATE then checks the one candidate again under that lock;
+        // another worker may have taken it meanwhile, and then the next
+        // one is looked for.
         for _ in 0..CLAIM_TRIES {
             let now = now_ms();
-            let candidate: Option<i64> = sqlx::query_scalar(concat!(
-                "SELECT j.id FROM jobs j WHERE ",
-                claimable!("?1"),
-                " ORDER BY j.run_at, j.id LIMIT 1"
-            ))
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await?;
+            let mut candidate: Option<i64> = sqlx::query_scalar(FIRST_OF_THE_OLDEST)
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await?;
+            if candidate.is_none() {
+                candidate = sqlx::query_scalar(FIRST_BY_TARGET)
+                    .bind(now)
+                    .fetch_optional(&self.pool)
+                    .await?;
+            }
             let Some(candidate) = candidate else {
                 return Ok(None);
             };
@@ -472,8 +519,10 @@ impl Store for SqliteStore {
 
     async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
         let rows: Vec<TargetRow> = sqlx::query_as(
+            // Every state named, so that the index on (state, target) serves.
             "SELECT id, state, payload, result, last_error, stopped_by FROM jobs \
-             WHERE target_key = ? ORDER BY id DESC LIMIT ?",
+             WHERE state IN ('queued', 'running', 'succeeded', 'failed', 'dead', 'cancelled') \
+             AND target_key = ? ORDER BY id DESC LIMIT ?",
         )
         .bind(target_key)
         .bind(limit as i64)
@@ -564,6 +613,43 @@ mod tests {
                 plan.iter().any(|step| step.contains(index)),
                 "{sql} does not use {index}\n{plan:#?}"
             );
+        }
+    }
+
+    /// A claim must not cost more the more jobs wait: it may step through
+    /// the targets with waiting jobs, but never read all waiting jobs.
+    #[tokio::test]
+    async fn claiming_reads_no_table_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        for sql in [FIRST_OF_THE_OLDEST, FIRST_BY_TARGET] {
+            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind(0_i64)
+                .fetch_all(store.pool())
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get("detail"))
+                .collect();
+            // Tables are read by SEARCH; what is scanned is the 32 oldest
+            // (`j`) or the targets found (`waiting`, `w`, `t`, `c`).
+            let scanned: Vec<&String> = plan
+                .iter()
+                .filter(|step| step.starts_with("SCAN "))
+                .filter(|step| {
+                    ![
+                        "SCAN j",
+                        "SCAN waiting",
+                        "SCAN w",
+                        "SCAN t",
+                        "SCAN c",
+                        "SCAN CONSTANT ROW",
+                    ]
+                    .contains(&step.as_str())
+                })
+                .collect();
+            assert!(scanned.is_empty(), "{sql}\n{plan:#?}");
         }
     }
 }
