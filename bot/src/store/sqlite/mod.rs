@@ -585,26 +585,33 @@ mod tests {
     use super::*;
     use sqlx::Row;
 
+    /// The steps SQLite plans for `sql` on a freshly migrated database.
+    async fn query_plan(sql: &str) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        // EXPLAIN needs no values: an unbound parameter reads as NULL.
+        sqlx::query(&explain)
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get("detail"))
+            .collect()
+    }
+
     /// A redelivery is handled inside the intake's one writer: a lookup
     /// there that scanned a table would hold up every webhook behind it,
     /// longer the more deliveries were ever recorded.
     #[tokio::test]
     async fn lookups_made_per_delivery_search_an_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
-        let store = SqliteStore::connect(&url).await.unwrap();
         for (sql, index) in [
             (FIRST_DELIVERY, "deliveries_once"),
             (JOBS_OF_DELIVERY, "jobs_by_delivery"),
             (JOBS_OF_FIRST_DELIVERY, "jobs_by_delivery"),
         ] {
-            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .fetch_all(store.pool())
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| row.get("detail"))
-                .collect();
+            let plan = query_plan(sql).await;
             assert!(
                 plan.iter().all(|step| step.starts_with("SEARCH")),
                 "{sql}\n{plan:#?}"
@@ -620,18 +627,8 @@ mod tests {
     /// the targets with waiting jobs, but never read all waiting jobs.
     #[tokio::test]
     async fn claiming_reads_no_table_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("plan.db").display());
-        let store = SqliteStore::connect(&url).await.unwrap();
         for sql in [FIRST_OF_THE_OLDEST, FIRST_BY_TARGET] {
-            let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .bind(0_i64)
-                .fetch_all(store.pool())
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| row.get("detail"))
-                .collect();
+            let plan = query_plan(sql).await;
             // Tables are read by SEARCH; what is scanned is the 32 oldest
             // (`j`) or the targets found (`waiting`, `w`, `t`, `c`).
             let scanned: Vec<&String> = plan
