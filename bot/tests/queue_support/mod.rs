@@ -1,0 +1,238 @@
+//! What the queue tests share: a queue on a real SQLite file, jobs and
+//! deliveries to put in it, and a handler whose every attempt is scripted.
+#![allow(dead_code, unused_imports)] // each test file uses its own part
+
+// Re-exported: the test files use most of these too.
+pub use std::sync::atomic::{AtomicU32, Ordering};
+pub use std::sync::{Arc, Mutex};
+pub use std::time::Duration;
+
+use async_trait::async_trait;
+pub use forgehand_bot::job::{Job, JobCommand, Task};
+pub use forgehand_bot::queue::{
+    Backoff, JobContext, JobError, JobHandler, QueueSettings, WorkerPool,
+};
+pub use forgehand_bot::store::{
+    ClaimedJob, CompressedPayload, Finish, JobState, NewDelivery, Outcome, Recorded, SqliteStore,
+    Store,
+};
+use forgehand_forge::{ForgeKind, Repo};
+use tokio::sync::Notify;
+
+pub struct Queue {
+    pub store: Arc<dyn Store>,
+    pub _dir: tempfile::TempDir,
+}
+
+pub async fn queue(max_attempts: u32) -> Queue {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("q.db").display());
+    let store = SqliteStore::connect(&url)
+        .await
+        .unwrap()
+        .with_max_attempts(max_attempts);
+    Queue {
+        store: Arc::new(store),
+        _dir: dir,
+    }
+}
+
+/// A job that supersedes nothing, so several can wait for one target.
+pub fn help(target: u64) -> Job {
+    Job {
+        task: Task::Command {
+            command: JobCommand::Help,
+            comment_id: 1,
+        },
+        ..job(target)
+    }
+}
+
+pub fn job(target: u64) -> Job {
+    Job {
+        forge: ForgeKind::Github,
+        repo: Repo {
+            owner: "acme".into(),
+            name: "widgets".into(),
+            clone_url: None,
+            default_branch: None,
+            private: false,
+        },
+        target,
+        on_pull_request: false,
+        requested_by: "maintainer".into(),
+        task: Task::Labeled {
+            label: "forgehand".into(),
+        },
+    }
+}
+
+impl Queue {
+    pub async fn enqueue(&self, targets: &[u64]) -> Vec<i64> {
+        self.enqueue_jobs(targets.iter().map(|&t| job(t)).collect())
+            .await
+    }
+
+    pub async fn enqueue_jobs(&self, jobs: Vec<Job>) -> Vec<i64> {
+        let mut ids = Vec::new();
+        for job in jobs {
+            let target = job.target;
+            let delivery = NewDelivery {
+                forge: "github".into(),
+                delivery_id: Some(uuid()),
+                event: Some("issues".into()),
+                event_name: Some("issues.labeled".into()),
+                outcome: Outcome::Accepted,
+                status_code: 202,
+                reason: None,
+                repo: Some("acme/widgets".into()),
+                target: Some(target),
+                sender: Some("maintainer".into()),
+                detail: None,
+                payload: Some(CompressedPayload::compress(b"{}")),
+                jobs: vec![(&job).into()],
+                installation: None,
+                received_at: forgehand_bot::time::now_ms(),
+            };
+            match self
+                .store
+                .record_deliveries(&[delivery])
+                .await
+                .unwrap()
+                .remove(0)
+            {
+                Recorded::New { jobs, .. } => ids.extend(jobs),
+                other => panic!("{other:?}"),
+            }
+        }
+        ids
+    }
+
+    pub async fn state(&self, id: i64) -> (JobState, i64, Option<String>, Vec<String>) {
+        let detail = self.store.job(id).await.unwrap().unwrap();
+        let runs = detail
+            .runs
+            .iter()
+            .map(|r| r.outcome.clone().unwrap_or_else(|| "running".into()))
+            .collect();
+        (
+            detail.job.state,
+            detail.job.attempts,
+            detail.job.last_error,
+            runs,
+        )
+    }
+
+    pub async fn wait_for(&self, id: i64, state: JobState) {
+        for _ in 0..1500 {
+            if self.state(id).await.0 == state {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "job {id} never reached {state:?}: {:?}",
+            self.state(id).await
+        );
+    }
+
+    pub fn pool(
+        &self,
+        handler: Arc<dyn JobHandler>,
+        workers: usize,
+        lease_ms: u64,
+        grace_ms: u64,
+    ) -> WorkerPool {
+        WorkerPool::start(
+            self.store.clone(),
+            handler,
+            QueueSettings {
+                workers,
+                lease: Duration::from_millis(lease_ms),
+                poll_interval: Duration::from_millis(20),
+                backoff: Backoff {
+                    base: Duration::from_millis(30),
+                    max: Duration::from_millis(100),
+                },
+                shutdown_grace: Duration::from_millis(grace_ms),
+            },
+            Arc::new(Notify::new()),
+        )
+    }
+}
+
+pub fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// A handler whose behaviour per attempt is scripted, and which records
+/// what it ran.
+pub struct Scripted {
+    pub script: Box<dyn Fn(&ClaimedJob) -> Step + Send + Sync>,
+    pub ran: Mutex<Vec<(i64, u32)>>,
+    pub running: AtomicU32,
+    pub max_concurrent: AtomicU32,
+}
+
+pub enum Step {
+    Succeed,
+    Sleep(Duration),
+    Retry(&'static str),
+    Permanent(&'static str),
+    Panic,
+}
+
+impl Scripted {
+    pub fn new(script: impl Fn(&ClaimedJob) -> Step + Send + Sync + 'static) -> Arc<Self> {
+        Arc::new(Scripted {
+            script: Box::new(script),
+            ran: Mutex::new(Vec::new()),
+            running: AtomicU32::new(0),
+            max_concurrent: AtomicU32::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl JobHandler for Scripted {
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError> {
+        self.ran.lock().unwrap().push((job.id, job.attempt));
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_concurrent.fetch_max(now, Ordering::SeqCst);
+        let step = (self.script)(job);
+        let result = match step {
+            Step::Succeed => Ok(serde_json::json!({"ok": true})),
+            Step::Sleep(d) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => Ok(serde_json::json!({"slept_ms": d.as_millis() as u64})),
+                    _ = cx.cancel.cancelled() => Err(JobError::Cancelled("asked to stop".into())),
+                }
+            }
+            Step::Retry(e) => Err(JobError::retryable(e)),
+            Step::Permanent(e) => Err(JobError::permanent(e)),
+            Step::Panic => {
+                self.running.fetch_sub(1, Ordering::SeqCst);
+                panic!("the handler blew up");
+            }
+        };
+        self.running.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+}
+
+pub fn stop(target: u64) -> Job {
+    Job {
+        task: Task::Command {
+            command: JobCommand::Stop,
+            comment_id: 9,
+        },
+        ..job(target)
+    }
+}
+
+pub async fn claim(q: &Queue) -> Option<ClaimedJob> {
+    q.store
+        .claim_job("w", Duration::from_secs(30))
+        .await
+        .unwrap()
+}
