@@ -4,9 +4,14 @@
 # the same signed ~9 KB `issues` deliveries sent by `wrk -t2 -c32` to both,
 # in one run. See bench/README.md.
 #
-#   bash bench/intake.sh            # DURATION=15 (seconds of the measured run)
+#   bash bench/intake.sh            # ROUNDS=3 of DURATION=15 s on each side
 #
-# Environment: DURATION (15), WARMUP (2), FORGEHAND_BIN (skip the cargo build
+# Both servers stay up for the whole run, and the rounds alternate
+# (forgehand, octokit, forgehand, ...), so that both sides see the machine
+# in the same state: on a shared VM its speed drifts by 10 % and more within
+# minutes, which one pair of runs cannot tell from a difference.
+#
+# Environment: ROUNDS (3), DURATION (15), WARMUP (2), FORGEHAND_BIN (skip the cargo build
 # and use this binary), FORGEHAND_PORT / OCTOKIT_PORT (a free port each),
 # STOP_SIGNAL (TERM; KILL checks that every 202 was committed before it was
 # sent, with no graceful shutdown to flush anything), BENCH_DRAIN_MS (250,
@@ -23,6 +28,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 cd "$REPO"
 
+ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-2}
 THREADS=2
@@ -31,8 +37,8 @@ STOP_SIGNAL=${STOP_SIGNAL:-TERM}
 WEBHOOK_PATH=/webhooks/github
 RESULTS="$REPO/bench/results"
 
-for v in DURATION WARMUP; do
-  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a whole number of seconds, got '${!v}'" >&2; exit 2; }
+for v in ROUNDS DURATION WARMUP; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "$v must be a whole number above 0, got '${!v}'" >&2; exit 2; }
 done
 
 log() { printf '\n== %s\n' "$*"; }
@@ -155,7 +161,7 @@ run_wrk() { # name port seconds show -> writes $TMP/<name>.wrk.txt
   grep -q '^BENCH_RESULT ' "$TMP/$name.wrk.txt" || die "wrk printed no BENCH_RESULT line for $name (see $TMP/$name.wrk.txt)"
 }
 
-# ------------------------------------------------------------------ forgehand
+# ------------------------------------------------------------------ servers
 log "forgehand serve on 127.0.0.1:$FH_PORT (sqlite $DB)"
 # Started in the temp dir, so that no forgehand.toml lying in the repo applies.
 (cd "$TMP" &&
@@ -169,9 +175,24 @@ log "forgehand serve on 127.0.0.1:$FH_PORT (sqlite $DB)"
   exec "$BIN" serve) > "$TMP/forgehand.log" 2>&1 &
 FH_PID=$!
 wait_healthy forgehand "$FH_PORT" "$FH_PID" "$TMP/forgehand.log"
-echo "warm-up ${WARMUP}s"
-run_wrk forgehand-warmup "$FH_PORT" "$WARMUP" 0
-run_wrk forgehand "$FH_PORT" "$DURATION" 1
+
+log "@octokit/webhooks $OCTOKIT_VERSION createNodeMiddleware on 127.0.0.1:$OCTO_PORT"
+(cd bench/octokit && BENCH_SECRET="$SECRET" BENCH_PORT="$OCTO_PORT" exec node server.mjs) > "$TMP/octokit.log" 2>&1 &
+OCTO_PID=$!
+wait_healthy octokit "$OCTO_PORT" "$OCTO_PID" "$TMP/octokit.log"
+
+# ------------------------------------------------------------------ rounds
+for ((round = 1; round <= ROUNDS; round++)); do
+  log "round $round of $ROUNDS: forgehand (warm-up ${WARMUP}s, then ${DURATION}s)"
+  run_wrk "forgehand-warmup-$round" "$FH_PORT" "$WARMUP" 0
+  run_wrk "forgehand-$round" "$FH_PORT" "$DURATION" 1
+  log "round $round of $ROUNDS: octokit (warm-up ${WARMUP}s, then ${DURATION}s)"
+  run_wrk "octokit-warmup-$round" "$OCTO_PORT" "$WARMUP" 0
+  run_wrk "octokit-$round" "$OCTO_PORT" "$DURATION" 1
+done
+stop_pid "$OCTO_PID" TERM 10 || true
+OCTO_PID=
+
 echo "stopping forgehand (SIG$STOP_SIGNAL)"
 FH_RC=0
 stop_pid "$FH_PID" "$STOP_SIGNAL" 30 || FH_RC=$?
@@ -185,7 +206,7 @@ OUTCOMES=$(sqlite3 "$DB" "select outcome || '=' || count(*) from deliveries grou
 JOBS=$(sqlite3 "$DB" "select count(*) from jobs" 2>/dev/null || echo "?")
 # Deliveries sent but never answered to wrk (cut off by its stop; listed
 # when forgehand echoes delivery ids) may still have been accepted: count them.
-UNANSWERED=$(cat "$TMP"/forgehand-warmup.unanswered "$TMP"/forgehand.unanswered | sed "s/.*/'&'/" | paste -sd, -)
+UNANSWERED=$(cat "$TMP"/forgehand-*.unanswered | sed "s/.*/'&'/" | paste -sd, -)
 LATE_ROWS=0
 if [[ -n $UNANSWERED ]]; then
   LATE_ROWS=$(sqlite3 "$DB" "select count(*) from deliveries where outcome='accepted' and delivery_id in ($UNANSWERED)") \
@@ -193,27 +214,17 @@ if [[ -n $UNANSWERED ]]; then
 fi
 echo "deliveries by outcome: ${OUTCOMES:-none}; jobs: $JOBS"
 
-# ------------------------------------------------------------------ octokit
-log "@octokit/webhooks $OCTOKIT_VERSION createNodeMiddleware on 127.0.0.1:$OCTO_PORT"
-(cd bench/octokit && BENCH_SECRET="$SECRET" BENCH_PORT="$OCTO_PORT" exec node server.mjs) > "$TMP/octokit.log" 2>&1 &
-OCTO_PID=$!
-wait_healthy octokit "$OCTO_PORT" "$OCTO_PID" "$TMP/octokit.log"
-echo "warm-up ${WARMUP}s"
-run_wrk octokit-warmup "$OCTO_PORT" "$WARMUP" 0
-run_wrk octokit "$OCTO_PORT" "$DURATION" 1
-stop_pid "$OCTO_PID" TERM 10 || true
-OCTO_PID=
-
 # ------------------------------------------------------------------ report
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
-export TMP STAMP RESULTS ACCEPTED_ROWS LATE_ROWS OUTCOMES JOBS WRK_CMD DURATION WARMUP STOP_SIGNAL OCTOKIT_VERSION FH_RC
+export TMP STAMP RESULTS ACCEPTED_ROWS LATE_ROWS OUTCOMES JOBS WRK_CMD ROUNDS DURATION WARMUP STOP_SIGNAL OCTOKIT_VERSION FH_RC
 export NODE_VERSION=$(node --version) WRK_VERSION=$(wrk -v 2>&1 | head -n1 | awk '{print $2}')
 export GIT_REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo none)
 set +e
 python3 - <<'PY'
-import json, os, platform, sys
+import json, os, platform, statistics, sys
 
 tmp = os.environ["TMP"]
+rounds_n = int(os.environ["ROUNDS"])
 
 def result(name):
     with open(os.path.join(tmp, name + ".wrk.txt")) as f:
@@ -222,13 +233,19 @@ def result(name):
                 return json.loads(line[len("BENCH_RESULT "):])
     sys.exit(f"no BENCH_RESULT in {name}")
 
-runs = {n: result(n) for n in ("forgehand-warmup", "forgehand", "octokit-warmup", "octokit")}
-fh, oc = runs["forgehand"], runs["octokit"]
-n202 = sum(r["status"].get("202", 0) for r in (runs["forgehand-warmup"], fh))
-in_flight = sum(r["in_flight_at_stop"] for r in (runs["forgehand-warmup"], fh))
+ms = lambda us: us / 1000.0
+rounds = []
+fh_runs = []  # every forgehand run, warm-ups included: all of them recorded
+for r in range(1, rounds_n + 1):
+    fh, oc = result(f"forgehand-{r}"), result(f"octokit-{r}")
+    fh_runs += [result(f"forgehand-warmup-{r}"), fh]
+    result(f"octokit-warmup-{r}")
+    rounds.append((fh, oc, fh["rps"] / oc["rps"] if oc["rps"] else float("inf")))
+
+n202 = sum(r["status"].get("202", 0) for r in fh_runs)
+in_flight = sum(r["in_flight_at_stop"] for r in fh_runs)
 rows = int(os.environ["ACCEPTED_ROWS"])
 late = int(os.environ["LATE_ROWS"])
-fh_runs = (runs["forgehand-warmup"], fh)
 # forgehand's answers also say "outcome": 202 is also its answer to a
 # delivery it ignores. A 202 that says something else than "accepted" is not
 # counted; one that says nothing is.
@@ -240,8 +257,6 @@ accepted_answers = n202 - said_other
 # Exact: every accepted answer wrk read has its row, and the only other
 # accepted rows are deliveries whose answer wrk never read (ids listed).
 recorded_ok = accepted_answers > 0 and rows == accepted_answers + late
-ratio = fh["rps"] / oc["rps"] if oc["rps"] else float("inf")
-ms = lambda us: us / 1000.0
 
 def side(r):
     return {
@@ -258,20 +273,36 @@ def side(r):
         "unanswered_at_stop": r["in_flight_at_stop"],
     }
 
+ratios = [ratio for _, _, ratio in rounds]
+fh_p99s = [ms(fh["p99_us"]) for fh, _, _ in rounds]
+median_ratio = statistics.median(ratios)
+median_p99 = statistics.median(fh_p99s)
+# All rounds last as long on both sides: the pooled ratio is the requests'.
+pooled_ratio = (sum(fh["requests"] for fh, _, _ in rounds)
+                / max(1, sum(oc["requests"] for _, oc, _ in rounds)))
+both = sum(1 for ratio, p99 in zip(ratios, fh_p99s) if ratio >= 2.0 and p99 < 10.0)
+
 report = {
     "benchmark": "intake",
     "date": os.environ["STAMP"],
     "git_rev": os.environ["GIT_REV"],
     "wrk_command": os.environ["WRK_CMD"],
+    "rounds": rounds_n,
     "duration_s": int(os.environ["DURATION"]),
     "warmup_s": int(os.environ["WARMUP"]),
-    "payload_bytes": fh["payload_bytes"],
+    "payload_bytes": rounds[0][0]["payload_bytes"],
     "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
     "versions": {"wrk": os.environ["WRK_VERSION"], "node": os.environ["NODE_VERSION"],
                  "octokit_webhooks": os.environ["OCTOKIT_VERSION"]},
-    "forgehand": side(fh),
-    "octokit": side(oc),
-    "ratio_rps_forgehand_over_octokit": round(ratio, 3),
+    "by_round": [
+        {"round": i + 1, "forgehand": side(fh), "octokit": side(oc),
+         "ratio_rps_forgehand_over_octokit": round(ratio, 3)}
+        for i, (fh, oc, ratio) in enumerate(rounds)
+    ],
+    "median_ratio_rps_forgehand_over_octokit": round(median_ratio, 3),
+    "pooled_ratio_rps_forgehand_over_octokit": round(pooled_ratio, 3),
+    "forgehand_p99_ms_median": median_p99,
+    "forgehand_p99_ms_worst": max(fh_p99s),
     "recording": {
         "responses_202_incl_warmup": n202,
         "responses_saying_accepted_incl_warmup": said_accepted if said_any else None,
@@ -285,8 +316,9 @@ report = {
         "every_accepted_delivery_recorded": recorded_ok,
     },
     "targets": {
-        "rps_at_least_2x_octokit": ratio >= 2.0,
-        "forgehand_p99_under_10ms": ms(fh["p99_us"]) < 10.0,
+        "median_round_rps_at_least_2x_octokit": median_ratio >= 2.0,
+        "median_round_forgehand_p99_under_10ms": median_p99 < 10.0,
+        "rounds_meeting_both": both,
     },
 }
 path = os.path.join(os.environ["RESULTS"], f"intake-{os.environ['STAMP']}.json")
@@ -298,22 +330,27 @@ yes = lambda b: "yes" if b else "NO"
 print()
 print("== intake benchmark:", report["payload_bytes"], "byte signed issues deliveries")
 print("   " + report["wrk_command"])
-print(f"   (x2: forgehand then octokit; {report['warmup_s']} s warm-up each, not counted)")
+print(f"   {rounds_n} round(s), each forgehand then octokit; "
+      f"{report['warmup_s']} s warm-up before each run, not counted")
 print()
-print(f"{'':22}{'forgehand':>14}{'octokit ' + report['versions']['octokit_webhooks']:>18}")
-for label, key, fmt in (("requests/s", "requests_per_s", "{:.0f}"),
-                        ("p50 latency (ms)", "p50_ms", "{:.2f}"),
-                        ("p99 latency (ms)", "p99_ms", "{:.2f}"),
-                        ("non-2xx responses", "non_2xx", "{}"),
-                        ("requests", "requests", "{}")):
-    print(f"{label:22}{fmt.format(report['forgehand'][key]):>14}{fmt.format(report['octokit'][key]):>18}")
+octo = "octokit " + report["versions"]["octokit_webhooks"]
+print(f"{'round':<7}{'forgehand req/s':>16}{'p50 ms':>8}{'p99 ms':>8}"
+      f"{octo + ' req/s':>26}{'p50 ms':>8}{'p99 ms':>8}{'ratio':>8}")
+for i, (fh, oc, ratio) in enumerate(rounds):
+    print(f"{i + 1:<7}{fh['rps']:>16.0f}{ms(fh['p50_us']):>8.2f}{ms(fh['p99_us']):>8.2f}"
+          f"{oc['rps']:>26.0f}{ms(oc['p50_us']):>8.2f}{ms(oc['p99_us']):>8.2f}{ratio:>7.2f}x")
+non2xx = sum(fh["non_2xx"] for fh, _, _ in rounds), sum(oc["non_2xx"] for _, oc, _ in rounds)
+print(f"non-2xx responses: forgehand {non2xx[0]}, octokit {non2xx[1]}")
 print()
-print(f"ratio forgehand/octokit requests/s: {ratio:.2f}x   target >= 2x: {yes(ratio >= 2.0)}")
-print(f"forgehand p99 {ms(fh['p99_us']):.2f} ms          target < 10 ms: {yes(report['targets']['forgehand_p99_under_10ms'])}")
+print(f"ratio forgehand/octokit requests/s, median round: {median_ratio:.2f}x "
+      f"(pooled {pooled_ratio:.2f}x)   target >= 2x: {yes(median_ratio >= 2.0)}")
+print(f"forgehand p99, median round: {median_p99:.2f} ms (worst {max(fh_p99s):.2f})"
+      f"   target < 10 ms: {yes(median_p99 < 10.0)}")
+print(f"rounds meeting both targets: {both} of {rounds_n}")
 print(f"accepted deliveries recorded: {rows} rows for {n202} responses 202"
       + (f" ({said_accepted} saying accepted)" if said_any else "")
       + (f" + {late} accepted as wrk stopped, answer unread" if late else "")
-      + f", warm-up included, SIG{os.environ['STOP_SIGNAL']}: {yes(recorded_ok)}")
+      + f", warm-ups included, SIG{os.environ['STOP_SIGNAL']}: {yes(recorded_ok)}")
 if said_other:
     print(f"note: {said_other} answers 202 said something else than accepted (ignored deliveries?)")
 if in_flight and not ids_echoed:
