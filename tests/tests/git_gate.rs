@@ -326,6 +326,18 @@ catalogue! {
         findings: vec!["Sensitive .gitattributes", "Secret creds.txt:1"],
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
+    a_secret_inside_a_binary_file_is_found: Case {
+        script: "printf '\\177ELF\\000\\001\\002\\000\\nAKIAIOSFODNN7EXAMPLQ\\000\\377' > tool.bin",
+        policy: ALLOW,
+        findings: vec!["Secret tool.bin:2"],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    };
+    the_hosts_token_inside_a_binary_file_is_found: Case {
+        script: "printf '\\000\\001%s\\000\\377' \"$TOKEN\" > data.bin",
+        policy: ALLOW,
+        findings: vec!["Secret data.bin:1"],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    };
 }
 
 // Pattern (4): sensitive files, each refused by default and pushed (and
