@@ -188,6 +188,17 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The address that credits `login` as co-author of a commit on
+    /// `forge`: the forge's own no-reply address for that user.
+    pub fn co_author_email(&self, forge: forgehand_forge::ForgeKind, login: &str) -> String {
+        let domain = if forge.is_gitea_family() {
+            self.gitea.noreply_domain()
+        } else {
+            self.github.noreply_domain()
+        };
+        format!("{login}@{domain}")
+    }
+
     /// Loads the file (when given, or `forgehand.toml` when it exists in
     /// the working directory) and then the environment, and validates.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {

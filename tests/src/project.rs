@@ -105,6 +105,20 @@ impl ServedProject {
         .await
     }
 
+    /// The whole message of the branch's newest commit.
+    pub async fn tip_message(&self, kind: Kind, scratch: &Path, branch: &str) -> String {
+        let branch = branch.to_owned();
+        self.read(kind, scratch, move |repo| {
+            let tip = repo
+                .find_reference(&format!("refs/heads/{branch}"))
+                .unwrap()
+                .peel_to_commit()
+                .unwrap();
+            tip.message().unwrap_or_default().to_owned()
+        })
+        .await
+    }
+
     async fn read<T: Send + 'static>(
         &self,
         kind: Kind,

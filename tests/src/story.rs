@@ -327,6 +327,12 @@ impl Story {
     pub async fn log_of(&self, branch: &str) -> Vec<String> {
         self.project.log(self.kind, self.dir.path(), branch).await
     }
+
+    pub async fn tip_message(&self, branch: &str) -> String {
+        self.project
+            .tip_message(self.kind, self.dir.path(), branch)
+            .await
+    }
 }
 
 impl Drop for Story {

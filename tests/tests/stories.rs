@@ -71,6 +71,19 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         story.log_of("forgehand/1-fix-add").await,
         ["Fix add in calc.sh", "start"]
     );
+    // Whoever asked is credited with their forge's no-reply address (the
+    // fake forges stand for a server on 127.0.0.1).
+    let noreply = match kind {
+        Kind::GitHub => "users.noreply.127.0.0.1",
+        Kind::Gitea => "noreply.127.0.0.1",
+    };
+    let message = story.tip_message("forgehand/1-fix-add").await;
+    assert!(
+        message.contains(&format!(
+            "\nCo-authored-by: {MAINTAINER} <{MAINTAINER}@{noreply}>\n"
+        )),
+        "{message}"
+    );
     let status = story.status(1);
     assert!(status.starts_with("✅ Opened #2: "), "{status}");
     assert!(status.ends_with(pr_link(kind)), "{status}");

@@ -115,7 +115,27 @@ impl GitHubConfig {
     }
 }
 
+impl GitHubConfig {
+    /// The domain of the server's no-reply addresses. GitHub credits a
+    /// commit naming `login@users.noreply.github.com` to that account; an
+    /// Enterprise server uses `users.noreply.` and its own host.
+    pub fn noreply_domain(&self) -> String {
+        match host_of(&self.api_url).as_deref() {
+            None | Some("api.github.com" | "github.com") => "users.noreply.github.com".into(),
+            Some(host) => format!("users.noreply.{host}"),
+        }
+    }
+}
+
 impl GiteaConfig {
+    /// Gitea's and Forgejo's no-reply domain as they set it unless told
+    /// otherwise (`NO_REPLY_ADDRESS`: `noreply.` and the server's host); a
+    /// commit naming `login@` it is credited to that user.
+    pub fn noreply_domain(&self) -> String {
+        let host = self.base_url.as_deref().and_then(host_of);
+        format!("noreply.{}", host.as_deref().unwrap_or("localhost"))
+    }
+
     pub fn client(&self) -> Option<Result<GiteaClient, ForgeError>> {
         match (&self.base_url, &self.token) {
             (Some(url), Some(token)) => Some(GiteaClient::new(url, token.clone())),
@@ -146,4 +166,8 @@ impl GiteaConfig {
             problems.push("gitea.webhook_secret: contains an empty secret".into());
         }
     }
+}
+
+fn host_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok()?.host_str().map(str::to_owned)
 }

@@ -296,3 +296,38 @@ async fn forge_api_keys_point_forgehand_at_any_server() {
         "{error}"
     );
 }
+
+#[test]
+fn co_authors_get_their_own_forges_no_reply_address() {
+    use forgehand_forge::ForgeKind;
+    let config = Config::load_from(
+        None,
+        env(&[
+            ("FORGEHAND_GITEA__BASE_URL", "https://git.example.org:3000/"),
+            ("FORGEHAND_GITEA__TOKEN", "gitea-token"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(
+        config.co_author_email(ForgeKind::Github, "octocat"),
+        "octocat@users.noreply.github.com"
+    );
+    assert_eq!(
+        config.co_author_email(ForgeKind::Gitea, "alice"),
+        "alice@noreply.git.example.org"
+    );
+    assert_eq!(
+        config.co_author_email(ForgeKind::Forgejo, "bob"),
+        "bob@noreply.git.example.org"
+    );
+
+    let enterprise = Config::load_from(
+        None,
+        env(&[("FORGEHAND_GITHUB__API_URL", "https://ghe.acme.test/api/v3")]),
+    )
+    .unwrap();
+    assert_eq!(
+        enterprise.co_author_email(ForgeKind::Github, "carol"),
+        "carol@users.noreply.ghe.acme.test"
+    );
+}

@@ -183,6 +183,7 @@ impl Pipeline {
         let identity = self.config.git.identity();
         let prefix = self.config.git.branch_prefix().to_owned();
         let requested_by = job.requested_by.clone();
+        let co_author_email = self.config.co_author_email(job.forge, &requested_by);
         let job_id = claimed.id;
         let delivered = {
             let (git_dir, branch, base, url) =
@@ -191,7 +192,6 @@ impl Pipeline {
             tokio::task::spawn_blocking(
                 move || -> Result<(Option<String>, Vec<String>, String), Failure> {
                     let copy = git2::Repository::open(&git_dir).map_err(Failure::infra)?;
-                    let co_author_email = format!("{requested_by}@users.noreply.github.com");
                     let delivery = deliver(
                         &copy,
                         Checks {
