@@ -388,3 +388,62 @@ async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
     }
     assert!(recorded.load(Ordering::Relaxed) > 500);
 }
+
+/// A reader that keeps a transaction open (an operator's `sqlite3`
+/// session, a slow report) must not hold up webhooks: the intake's
+/// checkpoint copies what it can and does not wait for the reader. It
+/// used to wait, under the intake's lock, for as long as the reader read
+/// (up to SQLite's 10 s busy timeout), with every webhook waiting behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
+    use forgehand_bot::store::IntakeWriter;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let (store, dir) = store().await;
+    let writer = IntakeWriter::spawn(
+        store.intake_log().unwrap(),
+        64,
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    for n in 0..20 {
+        let id = format!("before-{n}");
+        writer
+            .record(delivery(&id, Outcome::Accepted, 1))
+            .await
+            .unwrap();
+    }
+    let path = dir.path().join("s.db");
+    let (reading, read) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let connection = rusqlite::Connection::open(path).unwrap();
+        connection.execute_batch("BEGIN").unwrap();
+        let seen: i64 = connection
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .unwrap();
+        reading.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        connection.execute_batch("COMMIT").unwrap();
+        seen
+    });
+    read.recv().unwrap();
+
+    // Longer than the 50 ms between two checkpoints, shorter than the read.
+    let started = Instant::now();
+    let (mut sent, mut slowest) = (0, Duration::ZERO);
+    while started.elapsed() < Duration::from_millis(1200) {
+        let id = format!("during-{sent}");
+        let one = Instant::now();
+        writer
+            .record(delivery(&id, Outcome::Accepted, 1))
+            .await
+            .unwrap();
+        slowest = slowest.max(one.elapsed());
+        sent += 1;
+    }
+    assert_eq!(reader.join().unwrap(), 20);
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a delivery waited {slowest:?} while a reader held a transaction ({sent} recorded)"
+    );
+}

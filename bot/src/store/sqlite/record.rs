@@ -78,19 +78,35 @@ impl SqliteIntake {
         }
     }
 
-    /// Copies the WAL into the database and starts it over. Done here,
-    /// between two batches, because under a steady stream of commits a
-    /// checkpoint running beside the writer never catches up: the WAL
-    /// would grow without end. Frequent, so each copies little.
+    /// Copies the WAL into the database. Done here, between two batches,
+    /// because under a steady stream of commits a checkpoint running
+    /// beside the writer never catches up: the WAL would grow without end.
+    /// Frequent, so each copies little.
+    ///
+    /// PASSIVE, so that it never waits: a RESTART checkpoint waits for
+    /// every reader to finish, and while it waited (an operator's open
+    /// `sqlite3` session, a slow report) every webhook waited behind it.
+    /// Once everything is copied, the intake's next transaction starts
+    /// the WAL over by itself, unless a reader still uses it; then the WAL
+    /// grows until the reader is done and a later round catches up.
     fn checkpoint(&mut self) {
         self.last_checkpoint = Instant::now();
         let done = self
             .connection
-            .query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0));
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            });
         match done {
-            Ok(0) => {}
-            // Busy: a reader still uses old frames; the next round retries.
-            Ok(_) => tracing::debug!("WAL checkpoint could not finish; retrying later"),
+            Ok((0, in_wal, copied)) if copied >= in_wal => {}
+            Ok((_, in_wal, copied)) => tracing::debug!(
+                in_wal,
+                copied,
+                "WAL checkpoint could not copy every frame (a reader uses them); retrying later"
+            ),
             Err(error) => tracing::warn!(%error, "WAL checkpoint failed"),
         }
     }
