@@ -113,9 +113,7 @@ impl GitHubConfig {
             problems.push("github.webhook_secret: contains an empty secret".into());
         }
     }
-}
 
-impl GitHubConfig {
     /// The domain of the server's no-reply addresses. GitHub credits a
     /// commit naming `login@users.noreply.github.com` to that account; an
     /// Enterprise server uses `users.noreply.` and its own host.
