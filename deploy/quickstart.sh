@@ -8,6 +8,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 base_packages
 sandbox_packages
+sandbox_user
 ensure_rust
 
 cd "$repo"

@@ -40,6 +40,17 @@ sandbox_packages() {
   apt_install bubblewrap util-linux debootstrap
 }
 
+# sandbox_user: the host user the namespace backend runs sandboxes as
+# (docs/security.md): an unprivileged system user of their own, never
+# root and never the user that runs Forgehand.
+sandbox_user() {
+  if ! getent passwd forgehand-sandbox >/dev/null; then
+    echo "==> creating the system user forgehand-sandbox (sandboxes run as it)"
+    as_root useradd --system --user-group --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin forgehand-sandbox
+  fi
+}
+
 # git_server_packages: the real git servers the tests start on 127.0.0.1
 # (git http-backend comes with git; sshd with openssh-server).
 git_server_packages() {

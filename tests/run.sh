@@ -7,6 +7,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 base_packages
 sandbox_packages
+sandbox_user
 git_server_packages
 ensure_rust
 

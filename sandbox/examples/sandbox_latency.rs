@@ -50,6 +50,7 @@ async fn main() {
             max_pids: 256,
             timeout: Duration::from_secs(60),
             output_limit_bytes: 1 << 20,
+            tmp_mib: 256,
         },
     };
 

@@ -14,6 +14,7 @@ mod owner;
 mod spec;
 
 pub mod choose;
+pub mod disk;
 #[cfg(feature = "microvm")]
 pub mod microvm;
 pub mod namespace;

@@ -40,6 +40,9 @@ pub struct Limits {
     pub timeout: Duration,
     /// Bytes kept of each of stdout and stderr per exec.
     pub output_limit_bytes: usize,
+    /// Size of `/tmp` (and so of `HOME`), in MiB; its pages also count
+    /// against `memory_mib`.
+    pub tmp_mib: u64,
 }
 
 impl Default for Limits {
@@ -50,6 +53,7 @@ impl Default for Limits {
             max_pids: 512,
             timeout: Duration::from_secs(600),
             output_limit_bytes: 1 << 20,
+            tmp_mib: 1024,
         }
     }
 }

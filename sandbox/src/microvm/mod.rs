@@ -150,6 +150,7 @@ impl MicrovmBackend {
                 max_pids: 64,
                 timeout: Duration::from_secs(20),
                 output_limit_bytes: 64 * 1024,
+                tmp_mib: 64,
             },
         };
         let name = crate::owner::sandbox_name();

@@ -4,6 +4,7 @@
 //! namespace and the mount namespace (with its `/tmp`) goes away.
 
 use std::ffi::CString;
+use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -13,6 +14,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc as std_mpsc;
 use std::sync::OnceLock;
 
+use super::identity::HostIdentity;
+use super::seccomp;
 use crate::{SandboxError, SandboxSpec, GUEST_GID, GUEST_UID, WORKSPACE};
 
 pub(crate) struct Holder {
@@ -22,13 +25,51 @@ pub(crate) struct Holder {
     pub(crate) inner_pid: i32,
 }
 
+/// Descriptors bubblewrap finds open: its info pipe, the two seccomp
+/// programs, the working copy and the guest rootfs. The last two are
+/// opened by Forgehand, so that the sandbox user needs no way to the
+/// job directory (which only Forgehand's user may enter).
+const INFO_FD: i32 = 3;
+const SECCOMP_FDS: [i32; 2] = [4, 5];
+const WORKSPACE_FD: i32 = 6;
+const ROOTFS_FD: i32 = 7;
+
+/// Kernel interfaces under `/proc` that container runtimes hide: files
+/// (covered by an unreadable node), directories (covered by an empty,
+/// read-only tmpfs) and what is bound read-only. Only those this kernel
+/// has are covered: a mount needs something to cover.
+pub const MASKED_FILES: &[&str] = &[
+    "kcore",
+    "keys",
+    "key-users",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "latency_stats",
+    "slabinfo",
+    "kallsyms",
+    "kmsg",
+    "vmallocinfo",
+    "pagetypeinfo",
+    "kpagecount",
+    "kpageflags",
+    "kpagecgroup",
+    "sysrq-trigger",
+];
+pub const MASKED_DIRS: &[&str] = &["acpi", "scsi", "asound"];
+pub const READ_ONLY: &[&str] = &["sys", "bus", "fs", "irq"];
+
 /// The bubblewrap arguments of a sandbox. Everything is unshared (user,
 /// pid, network, IPC, UTS, cgroup); only what is named here is mounted.
 pub(crate) fn bwrap_args(spec: &SandboxSpec) -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = Vec::new();
-    let mut push = |a: &str| args.push(a.into());
-    for a in [
+    let exists = |name: &str| Path::new("/proc").join(name).exists();
+    let mut args: Vec<String> = [
         "--unshare-all",
+        // --unshare-all only tries the user namespace; it is required.
+        "--unshare-user",
+        // No further user namespace inside (a kernel-level limit, besides
+        // the seccomp filter).
+        "--disable-userns",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
@@ -39,46 +80,64 @@ pub(crate) fn bwrap_args(spec: &SandboxSpec) -> Vec<std::ffi::OsString> {
         &GUEST_GID.to_string(),
         "--hostname",
         "sandbox",
-    ] {
-        push(a);
-    }
-    args.push("--ro-bind".into());
-    args.push(spec.rootfs.as_os_str().to_owned());
-    args.push("/".into());
-    args.push("--bind".into());
-    args.push(spec.workspace.as_os_str().to_owned());
-    args.push(WORKSPACE.into());
-    for a in [
+        "--ro-bind-fd",
+        &ROOTFS_FD.to_string(),
+        "/",
+        "--bind-fd",
+        &WORKSPACE_FD.to_string(),
+        WORKSPACE,
         "--proc",
         "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--info-fd",
-        "3",
-        "--",
-        "sleep",
-        "infinity",
-    ] {
-        args.push(a.into());
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for name in READ_ONLY.iter().filter(|n| exists(n)) {
+        let path = format!("/proc/{name}");
+        args.extend(["--ro-bind".into(), path.clone(), path]);
     }
-    args
+    for name in MASKED_FILES.iter().filter(|n| exists(n)) {
+        args.extend([
+            "--ro-bind".into(),
+            "/dev/null".into(),
+            format!("/proc/{name}"),
+        ]);
+    }
+    for name in MASKED_DIRS.iter().filter(|n| exists(n)) {
+        let path = format!("/proc/{name}");
+        args.extend(["--tmpfs".into(), path.clone(), "--remount-ro".into(), path]);
+    }
+    args.extend(["--dev".into(), "/dev".into()]);
+    // /tmp (and HOME, which is /tmp) holds at most this much; its pages
+    // count against the sandbox's memory limit as well.
+    args.extend([
+        "--size".into(),
+        (spec.limits.tmp_mib << 20).to_string(),
+        "--tmpfs".into(),
+        "/tmp".into(),
+    ]);
+    for fd in SECCOMP_FDS {
+        args.extend(["--add-seccomp-fd".into(), fd.to_string()]);
+    }
+    args.extend([
+        "--info-fd".into(),
+        INFO_FD.to_string(),
+        "--".into(),
+        "sleep".into(),
+        "infinity".into(),
+    ]);
+    args.into_iter().map(Into::into).collect()
 }
 
 /// Starts a holder. Runs on a thread that lives as long as the process:
 /// bubblewrap's `--die-with-parent` follows the *thread* that started it,
 /// and a tokio blocking thread would take the sandbox with it when it
 /// retires.
-pub(crate) async fn start(
-    bwrap: PathBuf,
-    spec: SandboxSpec,
-    cgroup_join_files: Vec<PathBuf>,
-) -> Result<Holder, SandboxError> {
+pub(crate) async fn start(start: Start) -> Result<Holder, SandboxError> {
     let (reply, answer) = tokio::sync::oneshot::channel();
     spawner()
         .send(Box::new(move || {
-            let _ = reply.send(start_blocking(&bwrap, &spec, &cgroup_join_files));
+            let _ = reply.send(start_blocking(&start));
         }))
         .map_err(|_| SandboxError::Internal("the sandbox spawner thread is gone".into()))?;
     answer
@@ -106,26 +165,48 @@ fn spawner() -> std_mpsc::Sender<Job> {
         .clone()
 }
 
-fn start_blocking(
-    bwrap: &Path,
-    spec: &SandboxSpec,
-    cgroup_join_files: &[PathBuf],
-) -> Result<Holder, SandboxError> {
+/// What a holder is started with.
+pub(crate) struct Start {
+    pub bwrap: PathBuf,
+    pub spec: SandboxSpec,
+    pub cgroup_join_files: Vec<PathBuf>,
+    /// Whom bubblewrap runs as on the host (and so the guest user is).
+    pub identity: HostIdentity,
+    /// The working copy, opened by Forgehand.
+    pub workspace: File,
+}
+
+fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
     let (info_read, info_write) = pipe()?;
-    let join_files: Vec<CString> = cgroup_join_files
+    let join_files: Vec<CString> = start
+        .cgroup_join_files
         .iter()
         .map(|p| CString::new(p.as_os_str().as_bytes()).expect("cgroup paths hold no NUL"))
         .collect();
-    let info_fd = info_write.as_raw_fd();
-    let mut command = Command::new(bwrap);
+    let seccomp = seccomp::memfds().map_err(SandboxError::io("loading the seccomp filter"))?;
+    let rootfs = open_dir(&start.spec.rootfs).map_err(|e| SandboxError::Rootfs {
+        path: start.spec.rootfs.clone(),
+        problem: e.to_string(),
+    })?;
+    // Where each descriptor must be when bubblewrap starts.
+    let moves = [
+        (info_write.as_raw_fd(), INFO_FD),
+        (seccomp[0].as_raw_fd(), SECCOMP_FDS[0]),
+        (seccomp[1].as_raw_fd(), SECCOMP_FDS[1]),
+        (start.workspace.as_raw_fd(), WORKSPACE_FD),
+        (rootfs.as_raw_fd(), ROOTFS_FD),
+    ];
+    let HostIdentity { uid, gid } = start.identity;
+    let mut command = Command::new(&start.bwrap);
     command
-        .args(bwrap_args(spec))
+        .args(bwrap_args(&start.spec))
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     // SAFETY: between fork and exec only async-signal-safe calls are made
-    // (open, write, close, dup2, fcntl), on data prepared before the fork.
+    // (open, write, close, fcntl, dup2, set*id), on data prepared before
+    // the fork.
     unsafe {
         command.pre_exec(move || {
             join_cgroups(&join_files)?;
@@ -135,18 +216,13 @@ fn start_blocking(
             // effort: lowering it needs CAP_SYS_RESOURCE, which a
             // containerised host may lack.
             let _ = write_file(c"/proc/self/oom_score_adj", b"-1000");
-            if info_fd == 3 {
-                let flags = libc::fcntl(3, libc::F_GETFD);
-                libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            } else if libc::dup2(info_fd, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            move_fds(&moves)?;
+            become_user(uid, gid)
         });
     }
     let mut child = command
         .spawn()
-        .map_err(|e| SandboxError::Start(format!("running {}: {e}", bwrap.display())))?;
+        .map_err(|e| SandboxError::Start(format!("running {}: {e}", start.bwrap.display())))?;
     drop(info_write);
     let mut info = String::new();
     let read = std::fs::File::from(info_read).read_to_string(&mut info);
@@ -156,7 +232,7 @@ fn start_blocking(
         .and_then(|v| v.get("child-pid")?.as_i64())
         .map(|pid| pid as i32);
     match inner_pid {
-        Some(inner_pid) if wait_until_set_up(inner_pid, &spec.rootfs) => {
+        Some(inner_pid) if wait_until_set_up(inner_pid, &start.spec.rootfs) => {
             Ok(Holder { child, inner_pid })
         }
         _ => {
@@ -172,6 +248,52 @@ fn start_blocking(
             )))
         }
     }
+}
+
+/// A directory as an `O_PATH` descriptor.
+pub(crate) fn open_dir(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    File::options()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Puts each descriptor at its place, without close-on-exec, whatever
+/// the numbers were: first all of them out of the way, then into place.
+/// Async-signal-safe.
+fn move_fds(moves: &[(i32, i32)]) -> std::io::Result<()> {
+    let mut parked = [0i32; 8];
+    assert!(moves.len() <= parked.len());
+    for (slot, &(from, _)) in parked.iter_mut().zip(moves) {
+        // SAFETY: fcntl on a descriptor we hold.
+        *slot = unsafe { libc::fcntl(from, libc::F_DUPFD_CLOEXEC, 64) };
+        if *slot < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    for (&parked, &(_, to)) in parked.iter().zip(moves) {
+        // SAFETY: dup2 onto a number we chose; the copy has no CLOEXEC.
+        if unsafe { libc::dup2(parked, to) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Drops every privilege of root for `uid`/`gid`, no supplementary group
+/// kept. Async-signal-safe.
+pub(crate) fn become_user(uid: u32, gid: u32) -> std::io::Result<()> {
+    // SAFETY: plain system calls.
+    unsafe {
+        if libc::setgroups(0, std::ptr::null()) != 0
+            || libc::setresgid(gid, gid, gid) != 0
+            || libc::setresuid(uid, uid, uid) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// bubblewrap reports the sandbox's pid before it has finished setting
@@ -248,7 +370,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn everything_is_unshared_and_only_two_host_paths_are_mounted() {
+    fn everything_is_unshared_and_only_the_two_given_directories_are_mounted() {
         let spec = SandboxSpec {
             rootfs: "/images/root".into(),
             workspace: "/jobs/42".into(),
@@ -261,15 +383,34 @@ mod tests {
             .collect();
         let joined = args.join(" ");
         assert!(joined.starts_with(
-            "--unshare-all --die-with-parent --new-session --cap-drop ALL --uid 1000 --gid 1000"
+            "--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --cap-drop ALL --uid 1000 --gid 1000"
         ));
-        assert!(joined.contains("--ro-bind /images/root / --bind /jobs/42 /workspace"));
+        // Both by descriptor: the sandbox user needs no path to either.
+        assert!(joined.contains("--ro-bind-fd 7 / --bind-fd 6 /workspace --proc /proc"));
         assert!(!joined.contains("--share-net"));
-        let host_paths: Vec<&String> = args
-            .iter()
-            .filter(|a| a.starts_with("/images") || a.starts_with("/jobs"))
-            .collect();
-        assert_eq!(host_paths.len(), 2, "{args:?}");
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.starts_with("/images") || a.starts_with("/jobs")),
+            "{args:?}"
+        );
+        // What else is mounted comes from /dev and /proc only: masks.
+        for (i, a) in args.iter().enumerate() {
+            if matches!(a.as_str(), "--ro-bind" | "--bind" | "--dev-bind") {
+                let source = &args[i + 1];
+                assert!(
+                    source == "/dev/null" || source.starts_with("/proc/"),
+                    "{a} {source}"
+                );
+            }
+        }
+        assert!(joined.contains("--ro-bind /proc/sys /proc/sys"), "{joined}");
+        assert!(
+            joined.contains("--ro-bind /dev/null /proc/keys"),
+            "{joined}"
+        );
+        assert!(joined.contains(&format!("--size {} --tmpfs /tmp", 1024u64 << 20)));
+        assert!(joined.contains("--add-seccomp-fd 4 --add-seccomp-fd 5"));
         // Nothing of the host's environment is handed in: bwrap runs with
         // env_clear(), and no --setenv carries a value from here.
         assert!(!args.iter().any(|a| a == "--setenv"));

@@ -1,16 +1,23 @@
 //! The namespace backend: bubblewrap makes fresh user, pid, network, IPC,
 //! UTS, cgroup and mount namespaces around a read-only guest root, with
 //! the working copy read-write at `/workspace`, a private `/tmp` and no
-//! network but `lo`. Each exec enters those namespaces with `nsenter` as
+//! network but `lo`. Each exec enters those namespaces (as `nsenter`
+//! would, see `enter`) as
 //! the unprivileged guest user, inside a cgroup that holds the limits.
 //! The kernel is the host's: that is weaker isolation than a microVM, and
 //! Forgehand says so wherever it is used.
 
 mod cgroup;
+mod enter;
 mod holder;
+pub mod identity;
+mod landlock;
+pub mod seccomp;
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
+pub use holder::{MASKED_DIRS, MASKED_FILES, READ_ONLY};
+pub use identity::{HostIdentity, DEFAULT_HOST_USER};
+
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -27,31 +34,39 @@ use crate::output::pump;
 use crate::spec::base_env;
 use crate::{
     Backend, ExecOutput, ExecRequest, ExecStream, ExitStatus, Isolation, OutputChunk, Readiness,
-    Sandbox, SandboxError, SandboxSpec, Stream, GUEST_GID, GUEST_UID, OUTPUT_GRACE, WORKSPACE,
+    Sandbox, SandboxError, SandboxSpec, Stream, OUTPUT_GRACE, WORKSPACE,
 };
 use cgroup::{ExecCgroup, Hierarchy, SandboxCgroup};
 
 #[derive(Debug, Clone)]
 pub struct NamespaceBackend {
     bwrap: PathBuf,
-    nsenter: PathBuf,
+    /// The host user sandboxes run as: a name or `uid:gid`.
+    host_user: String,
 }
 
 impl Default for NamespaceBackend {
     fn default() -> Self {
-        NamespaceBackend {
-            bwrap: "bwrap".into(),
-            nsenter: "nsenter".into(),
-        }
+        NamespaceBackend::new("bwrap")
     }
 }
 
 impl NamespaceBackend {
-    pub fn new(bwrap: impl Into<PathBuf>, nsenter: impl Into<PathBuf>) -> Self {
+    pub fn new(bwrap: impl Into<PathBuf>) -> Self {
         NamespaceBackend {
             bwrap: bwrap.into(),
-            nsenter: nsenter.into(),
+            host_user: DEFAULT_HOST_USER.into(),
         }
+    }
+
+    /// Sandboxes run as this host user (a name, or `uid:gid`).
+    pub fn with_host_user(mut self, user: impl Into<String>) -> Self {
+        self.host_user = user.into();
+        self
+    }
+
+    fn identity(&self) -> Result<HostIdentity, SandboxError> {
+        HostIdentity::resolve(&self.host_user).map_err(Self::unavailable)
     }
 
     fn unavailable(reason: impl Into<String>) -> SandboxError {
@@ -77,42 +92,88 @@ impl Backend for NamespaceBackend {
     }
 
     async fn readiness(&self) -> Readiness {
-        let (bwrap, nsenter) = (self.bwrap.clone(), self.nsenter.clone());
-        tokio::task::spawn_blocking(move || check_tools(&bwrap, &nsenter))
+        let (bwrap, user) = (self.bwrap.clone(), self.host_user.clone());
+        tokio::task::spawn_blocking(move || check_tools(&bwrap, &user))
             .await
             .unwrap_or_else(|e| Readiness::Unusable(format!("the check failed: {e}")))
     }
 
     async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         check_dirs(&spec)?;
+        let identity = self.identity()?;
         let hierarchy = Self::hierarchy()?;
         let id = crate::owner::sandbox_name();
         let limits = spec.limits.clone();
-        let group = {
-            let (hierarchy, id) = (hierarchy.clone(), id.clone());
-            tokio::task::spawn_blocking(move || hierarchy.create(&id, &limits))
-                .await
-                .map_err(|e| SandboxError::Internal(e.to_string()))??
+        let (group, workspace, owner) = {
+            let (hierarchy, id, path) = (hierarchy.clone(), id.clone(), spec.workspace.clone());
+            tokio::task::spawn_blocking(move || {
+                let group = hierarchy.create(&id, &limits)?;
+                let handed = holder::open_dir(&path)
+                    .and_then(|dir| Ok((dir, identity::hand_over(&path, identity)?)));
+                match handed {
+                    Ok((dir, owner)) => Ok((group, dir, owner)),
+                    Err(problem) => {
+                        group.remove();
+                        Err(SandboxError::Workspace {
+                            path,
+                            problem: format!("cannot hand it to the sandbox user: {problem}"),
+                        })
+                    }
+                }
+            })
+            .await
+            .map_err(|e| SandboxError::Internal(e.to_string()))??
         };
-        let holder = match holder::start(self.bwrap.clone(), spec.clone(), group.join_files()).await
-        {
+        let give_back = |group: SandboxCgroup| {
+            group.remove();
+            if let Err(error) = identity::take_back(&spec.workspace, owner) {
+                tracing::warn!(%error, "giving the working copy back failed");
+            }
+        };
+        let started = holder::start(holder::Start {
+            bwrap: self.bwrap.clone(),
+            spec: spec.clone(),
+            cgroup_join_files: group.join_files(),
+            identity,
+            workspace: workspace
+                .try_clone()
+                .map_err(SandboxError::io("the working copy"))?,
+        })
+        .await;
+        let holder = match started {
             Ok(holder) => holder,
             Err(error) => {
-                group.remove();
+                give_back(group);
                 return Err(error);
             }
         };
+        let places = landlock::Places {
+            rootfs: &spec.rootfs,
+            workspace: &workspace,
+            inner_root: &PathBuf::from(format!("/proc/{}/root", holder.inner_pid)),
+        };
+        let ruleset = match landlock::ruleset(&places) {
+            Ok(ruleset) => ruleset,
+            Err(problem) => {
+                let mut child = holder.child;
+                let _ = child.kill();
+                let _ = child.wait();
+                give_back(group);
+                return Err(SandboxError::Start(problem));
+            }
+        };
         let enter_cgroup_ns = differs_from_ours(holder.inner_pid, "cgroup");
-        tracing::debug!(sandbox = %id, pid = holder.inner_pid, "sandbox started");
+        tracing::debug!(sandbox = %id, pid = holder.inner_pid, uid = identity.uid, "sandbox started");
         Ok(Box::new(NamespaceSandbox {
             inner: Arc::new(Inner {
                 id,
-                nsenter: self.nsenter.clone(),
                 spec,
                 inner_pid: holder.inner_pid,
                 enter_cgroup_ns,
                 holder: Mutex::new(Some(holder.child)),
                 group: Arc::new(group),
+                owner,
+                landlock: ruleset,
                 execs: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
             }),
@@ -143,12 +204,15 @@ pub struct NamespaceSandbox {
 /// business; a spawned exec only holds this.
 struct Inner {
     id: String,
-    nsenter: PathBuf,
     spec: SandboxSpec,
     inner_pid: i32,
     enter_cgroup_ns: bool,
     holder: Mutex<Option<std::process::Child>>,
     group: Arc<SandboxCgroup>,
+    /// Whose the working copy was before the sandbox had it.
+    owner: identity::Owner,
+    /// Enforced on every exec; `None` on a kernel without Landlock.
+    landlock: Option<OwnedFd>,
     execs: AtomicU64,
     destroyed: AtomicBool,
 }
@@ -169,30 +233,6 @@ impl Drop for ExecGuard {
 }
 
 impl Inner {
-    fn nsenter_args(&self, workdir: &str, argv: &[String]) -> Vec<String> {
-        let mut args = vec![
-            format!("--target={}", self.inner_pid),
-            "--user".into(),
-            "--mount".into(),
-            "--net".into(),
-            "--ipc".into(),
-            "--uts".into(),
-            "--pid".into(),
-        ];
-        if self.enter_cgroup_ns {
-            args.push("--cgroup".into());
-        }
-        args.extend([
-            "--root".into(),
-            format!("--wdns={workdir}"),
-            format!("--setuid={GUEST_UID}"),
-            format!("--setgid={GUEST_GID}"),
-            "--".into(),
-        ]);
-        args.extend(argv.iter().cloned());
-        args
-    }
-
     async fn run(
         self: Arc<Self>,
         request: ExecRequest,
@@ -209,19 +249,31 @@ impl Inner {
             .min(limits.timeout);
         let n = self.execs.fetch_add(1, Ordering::SeqCst);
         let group = self.group.exec_group(&format!("exec-{n}"))?;
-        let join_files: Vec<CString> = group
-            .join_files
-            .iter()
-            .map(|p| CString::new(p.as_os_str().as_bytes()).expect("cgroup paths hold no NUL"))
-            .collect();
+        let join_files = enter::c_paths(&group.join_files);
         let mut guard = ExecGuard { group: Some(group) };
         let limit_hits_before = self.group.limit_hits();
 
         let mut env = self.spec.env.clone();
         env.extend(request.env.clone());
-        let mut command = tokio::process::Command::new(&self.nsenter);
+        let entry = enter::Entry::open(
+            self.inner_pid,
+            self.enter_cgroup_ns,
+            &workdir,
+            &request.argv[0],
+            env.get("PATH").map_or("", String::as_str),
+            join_files,
+            self.landlock.as_ref().map(|fd| fd.as_raw_fd()),
+        )
+        .map_err(|e| {
+            if self.destroyed.load(Ordering::SeqCst) {
+                SandboxError::Destroyed
+            } else {
+                SandboxError::io("entering the sandbox")(e)
+            }
+        })?;
+        let mut command = tokio::process::Command::new(&request.argv[0]);
         command
-            .args(self.nsenter_args(&workdir, &request.argv))
+            .args(&request.argv[1..])
             .env_clear()
             .envs(&env)
             .stdin(if request.stdin.is_some() {
@@ -232,24 +284,15 @@ impl Inner {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        // SAFETY: only async-signal-safe calls (prctl, setsid, open, write,
-        // close) on data prepared before the fork.
+        // SAFETY: `enter` makes only async-signal-safe system calls on
+        // what `Entry::open` prepared (see the enter module).
         unsafe {
-            command.pre_exec(move || {
-                // No setuid program can raise privileges again, and no
-                // controlling terminal to inject input into.
-                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                libc::setsid();
-                holder::join_cgroups(&join_files)
-            });
+            command.pre_exec(move || entry.enter());
         }
         let started = Instant::now();
-        let mut child = command.spawn().map_err(SandboxError::io(format!(
-            "running {}",
-            self.nsenter.display()
-        )))?;
+        let mut child = command
+            .spawn()
+            .map_err(SandboxError::io("starting the command in the sandbox"))?;
         if let (Some(bytes), Some(mut stdin)) = (request.stdin, child.stdin.take()) {
             tokio::spawn(async move {
                 let _ = stdin.write_all(&bytes).await;
@@ -283,7 +326,7 @@ impl Inner {
                 })
                 .await
                 .map_err(|e| SandboxError::Internal(e.to_string()))?;
-                // nsenter is our child and in the group: reaped here, or
+                // Our child is in the group: reaped here, or
                 // the group would never be released.
                 let _ = child.wait().await;
                 tokio::task::spawn_blocking(move || {
@@ -350,6 +393,10 @@ impl Inner {
             let _ = child.wait();
         }
         self.group.remove();
+        // Every process is gone: the tree is the host's again.
+        if let Err(error) = identity::take_back(&self.spec.workspace, self.owner) {
+            tracing::warn!(sandbox = %self.id, %error, "giving the working copy back failed");
+        }
         tracing::debug!(sandbox = %self.id, "sandbox destroyed");
     }
 }
@@ -390,7 +437,11 @@ impl Drop for NamespaceSandbox {
 }
 
 /// Tools and kernel features the backend needs, checked by running them.
-fn check_tools(bwrap: &Path, nsenter: &Path) -> Readiness {
+fn check_tools(bwrap: &Path, host_user: &str) -> Readiness {
+    let identity = match HostIdentity::resolve(host_user) {
+        Ok(identity) => identity,
+        Err(reason) => return Readiness::Unusable(reason),
+    };
     let runs = |program: &Path, args: &[&str]| {
         std::process::Command::new(program)
             .args(args)
@@ -405,15 +456,6 @@ fn check_tools(bwrap: &Path, nsenter: &Path) -> Readiness {
             return Readiness::Unusable(format!(
                 "bubblewrap ({}) is not installed: apt-get install bubblewrap",
                 bwrap.display()
-            ))
-        }
-    }
-    match runs(nsenter, &["--help"]) {
-        Ok(out) if out.status.success() => {}
-        _ => {
-            return Readiness::Unusable(format!(
-                "nsenter ({}) is missing: apt-get install util-linux",
-                nsenter.display()
             ))
         }
     }
@@ -443,8 +485,14 @@ fn check_tools(bwrap: &Path, nsenter: &Path) -> Readiness {
             "cannot create cgroups for limits ({error}); run as root, or under systemd with Delegate=yes"
         ));
     }
+    let landlock = match landlock::kernel_abi() {
+        0 => "no Landlock (this kernel lacks it)".to_owned(),
+        abi => format!("Landlock ABI {abi}"),
+    };
     Readiness::Usable(format!(
-        "bubblewrap namespaces, limits through {}",
+        "bubblewrap namespaces as host user {host_user} (uid {} gid {}), seccomp filter, {landlock}, limits through {}",
+        identity.uid,
+        identity.gid,
         hierarchy.describe()
     ))
 }

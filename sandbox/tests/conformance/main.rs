@@ -14,6 +14,7 @@
 
 mod probes;
 mod support;
+mod wall;
 
 macro_rules! suite {
     ($backend:expr $(, #[$attr:meta])?) => {
@@ -36,21 +37,31 @@ macro_rules! suite {
             new a_cancelled_exec_leaves_no_process,
             new runs_as_an_unprivileged_user,
             new stdin_and_environment_reach_the_command,
+            new the_agent_is_a_host_user_of_its_own,
+            new the_working_copy_is_given_back,
+            new proc_shows_nothing_of_the_hosts_kernel,
+            new kernel_interfaces_are_filtered,
+            new every_process_is_confined,
+            new landlock_confines_each_command,
+            sized writes_stop_at_the_size_limits,
         );
     };
     // `new`: runs beside the others; `alone`: while no other probe runs
-    // (it measures this process's memory).
+    // (it measures this process's memory); `sized`: over a working copy
+    // on a 64 MiB file system.
     (@each ($backend:expr) [$($attr:tt)*] $ctx:ident $probe:ident, $($rest_ctx:ident $rest:ident,)*) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         $($attr)*
         async fn $probe() {
-            let ctx = crate::support::Ctx::$ctx($backend).await;
+            let ctx = suite!(@ctx $ctx ($backend));
             crate::probes::$probe(&ctx).await;
             ctx.finish().await;
         }
         suite!(@each ($backend) [$($attr)*] $($rest_ctx $rest,)*);
     };
     (@each ($backend:expr) [$($attr:tt)*]) => {};
+    (@ctx sized ($backend:expr)) => { crate::support::Ctx::sized($backend, 64).await };
+    (@ctx $ctx:ident ($backend:expr)) => { crate::support::Ctx::$ctx($backend).await };
 }
 
 mod namespace {

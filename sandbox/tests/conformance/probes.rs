@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use forgehand_sandbox::{ExecRequest, ExitStatus, Limits, Stream};
 
 use crate::support::{self, Ctx};
+pub use crate::wall::*;
 
 pub async fn only_loopback_and_no_route(ctx: &Ctx) {
     let links = ctx.ok("ip -o link show | cut -d: -f2 | tr -d ' '").await;
@@ -347,9 +348,12 @@ pub async fn workspace_files_appear_on_the_host_with_sane_ownership(ctx: &Ctx) {
     let file = ctx.workspace.path().join("new.txt");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "written-inside\n");
     let meta = std::fs::metadata(&file).unwrap();
+    // Never root, never the user that runs forgehand: the sandbox's own
+    // host user (see the_agent_is_a_host_user_of_its_own).
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
-    assert_eq!(meta.uid(), me, "owned by the host user that runs forgehand");
+    assert_ne!(meta.uid(), 0, "owned by root on the host");
+    assert_ne!(meta.uid(), me, "owned by the user that runs forgehand");
     let mode = meta.permissions().mode();
     assert_eq!(mode & 0o6000, 0, "no setuid/setgid bit: {mode:o}");
     assert!(ctx.workspace.path().join("dir/sub/f").exists());
@@ -473,5 +477,10 @@ pub async fn stdin_and_environment_reach_the_command(ctx: &Ctx) {
         .read_to_string(&mut err)
         .unwrap();
     missing.stderr.bytes.clear();
-    assert!(err.contains("No such file"), "{err}");
+    assert_eq!(
+        missing.status,
+        ExitStatus::Exited(127),
+        "as a shell says it"
+    );
+    assert!(err.contains("command not found"), "{err}");
 }

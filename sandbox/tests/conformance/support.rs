@@ -11,9 +11,26 @@ use forgehand_sandbox::{
 
 pub struct Ctx {
     pub backend: Arc<dyn Backend>,
-    pub workspace: tempfile::TempDir,
+    pub workspace: WorkDir,
     pub sandbox: Box<dyn Sandbox>,
     _turn: Option<Turn>,
+}
+
+/// The working copy a probe's sandbox runs over: a temp dir, or a
+/// size-limited file system mounted in one.
+pub struct WorkDir {
+    // Dropped first: unmounted before the temp dir is removed.
+    sized: Option<forgehand_sandbox::disk::SizedDir>,
+    dir: tempfile::TempDir,
+}
+
+impl WorkDir {
+    pub fn path(&self) -> &std::path::Path {
+        match &self.sized {
+            Some(sized) => sized.path(),
+            None => self.dir.path(),
+        }
+    }
 }
 
 /// Probes run side by side, except one that must run alone.
@@ -46,6 +63,7 @@ pub fn limits() -> Limits {
         max_pids: 128,
         timeout: Duration::from_secs(30),
         output_limit_bytes: 1 << 20,
+        tmp_mib: 64,
     }
 }
 
@@ -86,9 +104,35 @@ impl Ctx {
         ctx
     }
 
+    /// Over a working copy on a file system of `mib` MiB.
+    pub async fn sized(backend: Arc<dyn Backend>, mib: u64) -> Ctx {
+        let turn = Turn::Shared(TURNS.read().await);
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let sized = forgehand_sandbox::disk::SizedDir::create(
+            &dir.path().join("ws"),
+            &dir.path().join("ws.img"),
+            mib,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let workspace = WorkDir {
+            sized: Some(sized),
+            dir,
+        };
+        let mut ctx = Ctx::over(backend, workspace, limits()).await;
+        ctx._turn = Some(turn);
+        ctx
+    }
+
     pub async fn with_limits(backend: Arc<dyn Backend>, limits: Limits) -> Ctx {
+        let workspace = WorkDir {
+            sized: None,
+            dir: tempfile::tempdir().expect("a temp dir"),
+        };
+        Ctx::over(backend, workspace, limits).await
+    }
+
+    async fn over(backend: Arc<dyn Backend>, workspace: WorkDir, limits: Limits) -> Ctx {
         require_usable(&*backend).await;
-        let workspace = tempfile::tempdir().expect("a temp dir");
         let sandbox = backend
             .create(spec(workspace.path(), limits))
             .await
