@@ -7,6 +7,7 @@ pub mod cli;
 pub mod command;
 pub mod config;
 pub mod job;
+pub mod jobdir;
 pub mod model;
 pub mod pipeline;
 pub mod queue;

@@ -32,8 +32,8 @@ pub fn microvm_backend(config: &SandboxConfig) -> Option<Arc<dyn Backend>> {
     }
 }
 
-pub fn namespace_backend() -> Arc<dyn Backend> {
-    Arc::new(NamespaceBackend::default())
+pub fn namespace_backend(config: &SandboxConfig) -> Arc<dyn Backend> {
+    Arc::new(NamespaceBackend::default().with_host_user(config.host_user.clone()))
 }
 
 /// The backends this build has, made once: the microVM backend's trial
@@ -47,7 +47,7 @@ impl Backends {
     pub fn new(config: &SandboxConfig) -> Self {
         Backends {
             microvm: microvm_backend(config),
-            namespace: namespace_backend(),
+            namespace: namespace_backend(config),
         }
     }
 

@@ -139,6 +139,14 @@ impl Runner {
 }
 
 async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxStatus> {
+    // Working copies a crashed run left mounted: their jobs start over.
+    let unmounted = forgehand_sandbox::disk::unmount_beneath(&config.git.work_dir);
+    if unmounted > 0 {
+        warn!(
+            unmounted,
+            "unmounted working copies left by a process that died"
+        );
+    }
     sandboxes::prepare(&config.sandbox)
         .await
         .context("no sandbox for the agent's tools (see `forgehand doctor`)")

@@ -18,6 +18,7 @@ use crate::agent::prompts::Prompts;
 use crate::agent::tools::{Files, Toolbox};
 use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
 use crate::config::Config;
+use crate::jobdir::JobDir;
 use crate::model::{Message, ModelClient, Provider};
 use crate::sandboxes;
 use forgehand_sandbox::BackendChoice;
@@ -121,8 +122,9 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
         git::branch_name("run-{slug}", 0, &args.task)
     );
     let branch = unique_branch(&source.repo, &branch);
-    let job_dir = std::path::absolute(config.git.work_dir.join(&id))?;
-    let (tree, git_dir) = (job_dir.join("tree"), job_dir.join("tree.git"));
+    // Removed (its file system unmounted) on every way out of here.
+    let job_dir = JobDir::create(&config.git.work_dir.join(&id), config.sandbox.disk_mib)?;
+    let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
     let copy = source
         .working_copy(&tree, &git_dir, &base, &branch)
         .context("making the working copy")?;
@@ -132,10 +134,7 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
     let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
     let mut report = match result {
         Ok(report) => report,
-        Err(error) => {
-            let _ = std::fs::remove_dir_all(&job_dir);
-            return Err(error);
-        }
+        Err(error) => return Err(error),
     };
     if let Some(commit) = &report.commit {
         // The branch goes into the user's repository.
@@ -170,7 +169,6 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
         report.diff = text;
         report.branch = Some(branch);
     }
-    std::fs::remove_dir_all(&job_dir).ok();
     Ok(report)
 }
 

@@ -7,6 +7,10 @@ use std::time::Duration;
 use forgehand_sandbox::{BackendChoice, Limits, SandboxSpec};
 use serde::{Deserialize, Serialize};
 
+/// A working copy's file system by default: 10 GiB (sparse: it costs what
+/// is written).
+pub const DEFAULT_DISK_MIB: u64 = 10 * 1024;
+
 /// Where `images/build-rootfs` puts the guest image by default.
 pub const DEFAULT_ROOTFS: &str = "/var/cache/forgehand/rootfs";
 
@@ -27,6 +31,14 @@ pub struct SandboxConfig {
     pub timeout_secs: u64,
     /// Bytes kept of each of a command's stdout and stderr.
     pub output_limit_bytes: usize,
+    /// Size of a sandbox's `/tmp` (its HOME), in MiB.
+    pub tmp_mib: u64,
+    /// Size of the file system a job's working copy lives on, in MiB: what
+    /// the agent may write to `/workspace` stops there. 0: no limit.
+    pub disk_mib: u64,
+    /// The host user the namespace backend runs sandboxes as (a name, or
+    /// `uid:gid`): never root, never the user that runs Forgehand.
+    pub host_user: String,
     /// Extra environment for every command (no host variable is passed
     /// through otherwise). Never put a secret here: the agent reads it.
     pub env: BTreeMap<String, String>,
@@ -49,6 +61,9 @@ impl Default for SandboxConfig {
             max_pids: limits.max_pids,
             timeout_secs: limits.timeout.as_secs(),
             output_limit_bytes: limits.output_limit_bytes,
+            tmp_mib: limits.tmp_mib,
+            disk_mib: DEFAULT_DISK_MIB,
+            host_user: forgehand_sandbox::namespace::DEFAULT_HOST_USER.into(),
             env: BTreeMap::new(),
             msb_path: None,
             libkrunfw_path: None,
@@ -66,6 +81,7 @@ impl SandboxConfig {
             max_pids: self.max_pids,
             timeout: Duration::from_secs(self.timeout_secs),
             output_limit_bytes: self.output_limit_bytes,
+            tmp_mib: self.tmp_mib,
         }
     }
 
@@ -92,6 +108,15 @@ impl SandboxConfig {
         }
         if self.timeout_secs == 0 {
             problems.push("sandbox.timeout_secs: must be at least 1".into());
+        }
+        if self.tmp_mib < 16 {
+            problems.push("sandbox.tmp_mib: must be at least 16".into());
+        }
+        if self.disk_mib != 0 && self.disk_mib < 64 {
+            problems.push("sandbox.disk_mib: must be 0 (no limit) or at least 64".into());
+        }
+        if self.host_user.trim().is_empty() {
+            problems.push("sandbox.host_user: must name a user".into());
         }
         if self.output_limit_bytes < 1024 {
             problems.push("sandbox.output_limit_bytes: must be at least 1024".into());

@@ -20,6 +20,7 @@ use super::{Failure, Pipeline};
 use crate::agent::prompts::Prompts;
 use crate::agent::tools::{Files, ThreadReply, Toolbox};
 use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
+use crate::jobdir::JobDir;
 use crate::model::{Message, ModelClient};
 use crate::store::ClaimedJob;
 
@@ -54,15 +55,17 @@ impl Pipeline {
             username: user,
             token: token.clone(),
         };
-        let job_dir = std::path::absolute(
-            self.config
+        // Removed (its file system unmounted) on every way out of here.
+        let job_dir = JobDir::create(
+            &self
+                .config
                 .git
                 .work_dir
                 .join(format!("job-{}-{}", claimed.id, claimed.run)),
+            self.config.sandbox.disk_mib,
         )
         .map_err(Failure::infra)?;
-        let (tree, git_dir) = (job_dir.join("tree"), job_dir.join("tree.git"));
-        let _ = std::fs::remove_dir_all(&job_dir);
+        let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
 
         // The working copy: from the mirror, on the bot's branch (its
         // existing one when a previous run pushed it).
@@ -163,13 +166,11 @@ impl Pipeline {
                 replies,
             } => (title, summary, replies),
             Outcome::Stopped { reason, message } => {
-                let _ = std::fs::remove_dir_all(&job_dir);
                 return Err(Failure::new(&reason, message));
             }
         };
         if plan_only {
             // A plan changes nothing: what the agent wrote is thrown away.
-            let _ = std::fs::remove_dir_all(&job_dir);
             steps.done("agent");
             return Ok(Done::Planned { plan: summary });
         }
@@ -241,7 +242,6 @@ impl Pipeline {
             .await
             .map_err(Failure::infra)??
         };
-        let _ = std::fs::remove_dir_all(&job_dir);
         let (commit, files, findings) = delivered;
         if commit.is_none() {
             return Err(Failure::new(

@@ -25,14 +25,20 @@ pub(crate) struct Holder {
     pub(crate) inner_pid: i32,
 }
 
-/// Descriptors bubblewrap finds open: its info pipe, the two seccomp
-/// programs, the working copy and the guest rootfs. The last two are
-/// opened by Forgehand, so that the sandbox user needs no way to the
-/// job directory (which only Forgehand's user may enter).
+/// Descriptors bubblewrap finds open: its info pipe and the two seccomp
+/// programs.
 const INFO_FD: i32 = 3;
 const SECCOMP_FDS: [i32; 2] = [4, 5];
-const WORKSPACE_FD: i32 = 6;
-const ROOTFS_FD: i32 = 7;
+
+/// Where bubblewrap finds the guest rootfs and the working copy. It runs
+/// as the sandbox user and resolves its sources by path, so it needs a
+/// path it may walk; the job directory is Forgehand's alone. So, in a
+/// mount namespace of its own, before it drops root, bubblewrap's process
+/// binds both (from descriptors Forgehand opened) onto a fresh tmpfs at
+/// `/tmp`. Nobody else sees those mounts.
+const STAGE: &str = "/tmp";
+const STAGED_ROOTFS: &str = "/tmp/rootfs";
+const STAGED_WORKSPACE: &str = "/tmp/workspace";
 
 /// Kernel interfaces under `/proc` that container runtimes hide: files
 /// (covered by an unreadable node), directories (covered by an empty,
@@ -80,11 +86,11 @@ pub(crate) fn bwrap_args(spec: &SandboxSpec) -> Vec<std::ffi::OsString> {
         &GUEST_GID.to_string(),
         "--hostname",
         "sandbox",
-        "--ro-bind-fd",
-        &ROOTFS_FD.to_string(),
+        "--ro-bind",
+        STAGED_ROOTFS,
         "/",
-        "--bind-fd",
-        &WORKSPACE_FD.to_string(),
+        "--bind",
+        STAGED_WORKSPACE,
         WORKSPACE,
         "--proc",
         "/proc",
@@ -193,9 +199,10 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
         (info_write.as_raw_fd(), INFO_FD),
         (seccomp[0].as_raw_fd(), SECCOMP_FDS[0]),
         (seccomp[1].as_raw_fd(), SECCOMP_FDS[1]),
-        (start.workspace.as_raw_fd(), WORKSPACE_FD),
-        (rootfs.as_raw_fd(), ROOTFS_FD),
     ];
+    let stage = Stage::new(&rootfs, &start.workspace).map_err(SandboxError::io(
+        "copying the rootfs and working-copy mounts",
+    ))?;
     let HostIdentity { uid, gid } = start.identity;
     let mut command = Command::new(&start.bwrap);
     command
@@ -216,6 +223,7 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
             // effort: lowering it needs CAP_SYS_RESOURCE, which a
             // containerised host may lack.
             let _ = write_file(c"/proc/self/oom_score_adj", b"-1000");
+            stage.mount()?;
             move_fds(&moves)?;
             become_user(uid, gid)
         });
@@ -248,6 +256,98 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
             )))
         }
     }
+}
+
+/// The staging mounts (see [`STAGE`]): detached copies of the rootfs
+/// and working-copy mounts, made before the fork (a bind from the host's
+/// mount namespace into another is refused; a detached copy can be moved
+/// into one).
+struct Stage {
+    rootfs: OwnedFd,
+    workspace: OwnedFd,
+}
+
+impl Stage {
+    fn new(rootfs: &File, workspace: &File) -> std::io::Result<Stage> {
+        Ok(Stage {
+            rootfs: detached_copy(rootfs)?,
+            workspace: detached_copy(workspace)?,
+        })
+    }
+
+    /// Async-signal-safe: system calls on descriptors and constants.
+    fn mount(&self) -> std::io::Result<()> {
+        let check = |rc: libc::c_long| {
+            if rc == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        };
+        const MOVE_MOUNT_F_EMPTY_PATH: libc::c_long = 0x4;
+        let stage = c"/tmp";
+        debug_assert_eq!(stage.to_str(), Ok(STAGE));
+        // SAFETY: plain system calls on NUL-terminated strings and
+        // descriptors we hold.
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWNS).into())?;
+            check(
+                libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                )
+                .into(),
+            )?;
+            check(
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    stage.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    c"mode=0755,size=64k".as_ptr().cast(),
+                )
+                .into(),
+            )?;
+            for (tree, target) in [
+                (&self.rootfs, c"/tmp/rootfs"),
+                (&self.workspace, c"/tmp/workspace"),
+            ] {
+                check(libc::mkdir(target.as_ptr(), 0o755).into())?;
+                check(libc::syscall(
+                    libc::SYS_move_mount,
+                    tree.as_raw_fd(),
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    target.as_ptr(),
+                    MOVE_MOUNT_F_EMPTY_PATH,
+                ))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A detached copy of the mount at `dir` (`open_tree` with
+/// `OPEN_TREE_CLONE`), gone when the descriptor is closed.
+fn detached_copy(dir: &File) -> std::io::Result<OwnedFd> {
+    const OPEN_TREE_CLONE: libc::c_uint = 1;
+    // SAFETY: a plain system call; the descriptor it returns is ours.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            dir.as_raw_fd(),
+            c"".as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_EMPTY_PATH as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// A directory as an `O_PATH` descriptor.
@@ -385,8 +485,10 @@ mod tests {
         assert!(joined.starts_with(
             "--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --cap-drop ALL --uid 1000 --gid 1000"
         ));
-        // Both by descriptor: the sandbox user needs no path to either.
-        assert!(joined.contains("--ro-bind-fd 7 / --bind-fd 6 /workspace --proc /proc"));
+        // Both from the staging mounts: the sandbox user needs no path
+        // to either.
+        assert!(joined
+            .contains("--ro-bind /tmp/rootfs / --bind /tmp/workspace /workspace --proc /proc"));
         assert!(!joined.contains("--share-net"));
         assert!(
             !args
@@ -399,7 +501,9 @@ mod tests {
             if matches!(a.as_str(), "--ro-bind" | "--bind" | "--dev-bind") {
                 let source = &args[i + 1];
                 assert!(
-                    source == "/dev/null" || source.starts_with("/proc/"),
+                    source == "/dev/null"
+                        || source.starts_with("/proc/")
+                        || [STAGED_ROOTFS, STAGED_WORKSPACE].contains(&source.as_str()),
                     "{a} {source}"
                 );
             }

@@ -1,10 +1,19 @@
 //! File tools over a cap-std directory handle on the working copy: every
-//! path resolves beneath it, symlinks included, or the call is refused.
+//! path resolves beneath it, or the call is refused. The host reads what
+//! the agent may have planted, so every open is careful: the last
+//! component is never followed if it is a symlink (the tool says where
+//! it points instead), nothing blocks (`O_NONBLOCK`: a FIFO or a device
+//! opens at once and is then refused, as it is not a regular file), and
+//! reads stop at a size cap, whatever the file claims. What the host
+//! creates in the tree belongs to whoever owns the directory it is made
+//! in (the sandbox's user while a sandbox has the working copy), so the
+//! agent can change it afterwards.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
-use cap_std::fs::Dir;
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt};
 
 use super::schema::{EditArgs, GlobArgs, ListArgs, ReadArgs, WriteArgs, MAX_FILE_BYTES};
 
@@ -19,14 +28,16 @@ const SANDBOX_ROOT: &str = "/workspace";
 #[derive(Debug, Clone, Copy)]
 pub struct ReadLimit(pub u64);
 
+/// Cheap to clone: every tool call runs on a blocking thread of its own.
+#[derive(Clone)]
 pub struct Files {
-    root: Dir,
+    root: std::sync::Arc<Dir>,
 }
 
 impl Files {
     pub fn open(root: &Path) -> io::Result<Files> {
         Ok(Files {
-            root: Dir::open_ambient_dir(root, cap_std::ambient_authority())?,
+            root: std::sync::Arc::new(Dir::open_ambient_dir(root, cap_std::ambient_authority())?),
         })
     }
 
@@ -66,14 +77,7 @@ impl Files {
 
     pub fn write(&self, args: WriteArgs) -> Result<String, String> {
         let path = self.checked(&args.path)?;
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            self.root
-                .create_dir_all(parent)
-                .map_err(|e| explain(e, &args.path))?;
-        }
-        self.root
-            .write(&path, args.content.as_bytes())
-            .map_err(|e| explain(e, &args.path))?;
+        self.write_bytes(&path, args.content.as_bytes(), &args.path)?;
         Ok(format!(
             "wrote {} ({} bytes, {} lines)",
             args.path,
@@ -96,9 +100,7 @@ impl Files {
             )),
             1 => {
                 let new_text = text.replacen(&args.old_string, &args.new_string, 1);
-                self.root
-                    .write(&path, new_text.as_bytes())
-                    .map_err(|e| explain(e, &args.path))?;
+                self.write_bytes(&path, new_text.as_bytes(), &args.path)?;
                 let line = text[..starts[0]].matches('\n').count() + 1;
                 Ok(format!("edited {} at line {line}", args.path))
             }
@@ -175,26 +177,145 @@ impl Files {
     /// A small text file of the tree, when it is one (instruction files).
     pub fn read_plain(&self, path: &str, limit: ReadLimit) -> Option<String> {
         let path = self.checked(path).ok()?;
-        let meta = self.root.metadata(&path).ok()?;
-        if !meta.is_file() || meta.len() > limit.0 {
+        let (file, len) = self.open_regular(&path, "").ok()?;
+        if len > limit.0 {
             return None;
         }
-        String::from_utf8(self.root.read(&path).ok()?).ok()
+        String::from_utf8(read_capped(file, limit.0).ok()?).ok()
     }
 
     fn read_text(&self, path: &Path, shown: &str) -> Result<String, String> {
-        let meta = self.root.metadata(path).map_err(|e| explain(e, shown))?;
+        let cap = MAX_FILE_BYTES * 4;
+        let (file, len) = self.open_regular(path, shown)?;
+        let too_big = |len: u64| {
+            format!(
+                "{shown} is {len} bytes, too big to read whole; use grep, or bash with head/sed"
+            )
+        };
+        if len > cap {
+            return Err(too_big(len));
+        }
+        let bytes = read_capped(file, cap).map_err(|e| explain(e, shown))?;
+        if bytes.len() as u64 > cap {
+            return Err(too_big(bytes.len() as u64));
+        }
+        String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))
+    }
+
+    /// Opens a regular file of the tree for reading, without following a
+    /// symlink at the last step and without blocking; with its length.
+    fn open_regular(&self, path: &Path, shown: &str) -> Result<(std::fs::File, u64), String> {
+        let mut options = OpenOptions::new();
+        options
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .follow(FollowSymlinks::No);
+        let file = self
+            .root
+            .open_with(path, &options)
+            .map_err(|e| self.open_error(e, path, shown))?;
+        let meta = file.metadata().map_err(|e| explain(e, shown))?;
         if meta.is_dir() {
             return Err(format!("{shown} is a directory; use list_files"));
         }
-        if meta.len() > MAX_FILE_BYTES * 4 {
+        if !meta.is_file() {
             return Err(format!(
-                "{shown} is {} bytes, too big to read whole; use grep, or bash with head/sed",
-                meta.len()
+                "{shown} is not a regular file (a FIFO, socket or device): refused"
             ));
         }
-        let bytes = self.root.read(path).map_err(|e| explain(e, shown))?;
-        String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))
+        Ok((file.into_std(), meta.len()))
+    }
+
+    /// Writes `bytes` as the whole content of the regular file at `path`,
+    /// creating it (and its directories) when missing.
+    fn write_bytes(&self, path: &Path, bytes: &[u8], shown: &str) -> Result<(), String> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            self.create_dirs(parent).map_err(|e| explain(e, shown))?;
+        }
+        let mut options = OpenOptions::new();
+        options
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .follow(FollowSymlinks::No);
+        let (file, created) = match self.root.open_with(path, options.clone().create_new(true)) {
+            Ok(file) => (file, true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (
+                self.root
+                    .open_with(path, &options)
+                    .map_err(|e| self.open_error(e, path, shown))?,
+                false,
+            ),
+            Err(e) => return Err(self.open_error(e, path, shown)),
+        };
+        let meta = file.metadata().map_err(|e| explain(e, shown))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "{shown} is not a regular file (a FIFO, socket or device): refused"
+            ));
+        }
+        let mut file = file.into_std();
+        if created {
+            self.give_to_parents_owner(&file, path);
+        }
+        file.set_len(0).map_err(|e| explain(e, shown))?;
+        file.write_all(bytes).map_err(|e| explain(e, shown))
+    }
+
+    /// Like `create_dir_all`, each new directory given to its parent's
+    /// owner.
+    fn create_dirs(&self, dir: &Path) -> io::Result<()> {
+        let mut prefix = PathBuf::new();
+        for part in dir.components() {
+            prefix.push(part);
+            match self.root.create_dir(&prefix) {
+                Ok(()) => {
+                    // A plain descriptor (not O_PATH): fchown needs one.
+                    let mut options = OpenOptions::new();
+                    options
+                        .read(true)
+                        .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+                        .follow(FollowSymlinks::No);
+                    if let Ok(made) = self.root.open_with(&prefix, &options) {
+                        self.give_to_parents_owner(&made, &prefix);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn give_to_parents_owner(&self, made: &impl std::os::fd::AsFd, path: &Path) {
+        let parent = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => self.root.symlink_metadata(parent),
+            None => self.root.dir_metadata(),
+        };
+        if let Ok(parent) = parent {
+            // Only root may give a file away, and only then is it needed.
+            let _ = std::os::unix::fs::fchown(made, Some(parent.uid()), Some(parent.gid()));
+        }
+    }
+
+    fn open_error(&self, error: io::Error, path: &Path, shown: &str) -> String {
+        if let Ok(meta) = self.root.symlink_metadata(path) {
+            if !meta.is_symlink() && !meta.is_file() && !meta.is_dir() {
+                return format!(
+                    "{shown} is not a regular file (a FIFO, socket or device): refused"
+                );
+            }
+            if meta.is_symlink() {
+                let target = self
+                    .root
+                    .read_link(path)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into());
+                return format!(
+                    "{shown} is a symlink to {target}: the file tools do not follow symlinks; give the path it points to"
+                );
+            }
+        }
+        explain(error, shown)
     }
 
     /// Visits entries under `dir` breadth-first in name order, without
@@ -209,7 +330,9 @@ impl Files {
                 self.root.read_dir(&current)?
             };
             let mut names: Vec<(String, bool)> = Vec::new();
-            for entry in entries {
+            // A directory the agent filled with millions of entries is
+            // not read to its end.
+            for entry in entries.take(MAX_ENTRIES + 1) {
                 let entry = entry?;
                 let kind = entry.file_type()?;
                 let name = entry.file_name().to_string_lossy().into_owned();
@@ -231,6 +354,14 @@ impl Files {
         }
         Ok(())
     }
+}
+
+/// At most `cap` + 1 bytes, so that a file that grew past what its length
+/// said is still caught.
+fn read_capped(file: std::fs::File, cap: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn render(mut entries: Vec<String>) -> String {

@@ -72,11 +72,11 @@ impl Toolbox<'_> {
             Err(message) => return ToolOutcome::Error(message),
         };
         let result = match call.name.as_str() {
-            "read_file" => parse(args).and_then(|a| self.files.read(a)),
-            "write_file" => parse(args).and_then(|a| self.files.write(a)),
-            "edit_file" => parse(args).and_then(|a| self.files.edit(a)),
-            "list_files" => parse(args).and_then(|a| self.files.list(a)),
-            "glob" => parse(args).and_then(|a| self.files.glob(a)),
+            "read_file" => self.on_files(args, Files::read).await,
+            "write_file" => self.on_files(args, Files::write).await,
+            "edit_file" => self.on_files(args, Files::edit).await,
+            "list_files" => self.on_files(args, Files::list).await,
+            "glob" => self.on_files(args, Files::glob).await,
             "grep" => match parse(args) {
                 Ok(a) => shell::grep(self.sandbox, a).await,
                 Err(e) => Err(e),
@@ -101,6 +101,26 @@ impl Toolbox<'_> {
             Ok(text) => ToolOutcome::Output(text),
             Err(message) => ToolOutcome::Error(message),
         }
+    }
+}
+
+impl Toolbox<'_> {
+    /// A file tool, on a blocking thread: the run's time budget (the
+    /// caller's timeout) can then stop waiting for it, and the async
+    /// workers never wait on the file system.
+    async fn on_files<A>(
+        &self,
+        args: Value,
+        tool: fn(&Files, A) -> Result<String, String>,
+    ) -> Result<String, String>
+    where
+        A: DeserializeOwned + Send + 'static,
+    {
+        let args: A = parse(args)?;
+        let files = self.files.clone();
+        tokio::task::spawn_blocking(move || tool(&files, args))
+            .await
+            .map_err(|e| format!("the file tool failed: {e}"))?
     }
 }
 

@@ -118,11 +118,12 @@ fn paths_inside_the_tree_work_including_the_sandbox_prefix_and_inner_links() {
         t.files.read(read("/workspace/README.md")).unwrap(),
         "     1\thello\n"
     );
+    // An inner symlink is named, not followed.
     assert!(t
         .files
         .read(read("./inside-link"))
-        .unwrap()
-        .contains("fn b()"));
+        .unwrap_err()
+        .contains("symlink to src/lib.rs"));
     let part = t
         .files
         .read(ReadArgs {
@@ -205,5 +206,179 @@ fn arguments_are_checked_against_the_schema_before_anything_runs() {
     assert!(
         schema::validate("list_files", "").is_ok(),
         "no arguments is an empty object"
+    );
+}
+
+/// Runs a file tool on another thread: a tool that blocks (the old
+/// behaviour on a FIFO) fails the test instead of hanging it.
+fn within_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the file tool blocked")
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a plain system call on a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+}
+
+#[test]
+fn fifos_sockets_and_devices_are_refused_without_blocking() {
+    let t = tree();
+    mkfifo(&t.dir.path().join("pipe"));
+    let _socket = std::os::unix::net::UnixListener::bind(t.dir.path().join("sock")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", t.dir.path().join("zero")).unwrap();
+    let files = t.files.clone();
+    let results = within_seconds(move || {
+        let mut out = Vec::new();
+        for path in ["pipe", "sock"] {
+            out.push((path, files.read(read(path))));
+            out.push((
+                path,
+                files.write(WriteArgs {
+                    path: path.into(),
+                    content: "x".into(),
+                }),
+            ));
+            out.push((
+                path,
+                files.edit(EditArgs {
+                    path: path.into(),
+                    old_string: "a".into(),
+                    new_string: "b".into(),
+                }),
+            ));
+        }
+        out.push(("zero", files.read(read("zero"))));
+        out
+    });
+    for (path, result) in results {
+        let error = result.expect_err(path);
+        assert!(
+            error.contains("not a regular file") || error.contains("symlink"),
+            "{path}: {error}"
+        );
+    }
+}
+
+#[test]
+fn a_fifo_with_a_writer_behind_it_is_not_read() {
+    let t = tree();
+    let fifo = t.dir.path().join("feed");
+    mkfifo(&fifo);
+    // A writer that would feed the host for ever.
+    let feeder = std::thread::spawn(move || {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(&fifo) {
+            use std::io::Write;
+            let chunk = vec![b'a'; 1 << 16];
+            while f.write_all(&chunk).is_ok() {}
+        }
+    });
+    let files = t.files.clone();
+    let error = within_seconds(move || files.read(read("feed"))).unwrap_err();
+    assert!(error.contains("not a regular file"), "{error}");
+    // Let the feeder go: a reader that comes and goes ends its open or
+    // its writes (EPIPE), whichever it is at.
+    while !feeder.is_finished() {
+        use std::os::unix::fs::OpenOptionsExt;
+        drop(
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(t.dir.path().join("feed")),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    feeder.join().unwrap();
+}
+
+#[test]
+fn a_sparse_giant_is_refused_by_its_size() {
+    let t = tree();
+    let giant = std::fs::File::create(t.dir.path().join("Makefile")).unwrap();
+    giant.set_len(3 << 30).unwrap();
+    let error = t.files.read(read("Makefile")).unwrap_err();
+    assert!(error.contains("too big"), "{error}");
+    assert!(t
+        .files
+        .read_plain("Makefile", super::files::ReadLimit(1 << 20))
+        .is_none());
+}
+
+#[test]
+fn a_symlink_is_not_followed_and_says_where_it_points() {
+    let t = tree();
+    let error = t.files.read(read("inside-link")).unwrap_err();
+    assert!(error.contains("symlink to src/lib.rs"), "{error}");
+    let error = t
+        .files
+        .write(WriteArgs {
+            path: "inside-link".into(),
+            content: "replaced\n".into(),
+        })
+        .unwrap_err();
+    assert!(error.contains("symlink"), "{error}");
+    assert!(std::fs::read_to_string(t.dir.path().join("src/lib.rs"))
+        .unwrap()
+        .starts_with("fn a()"));
+}
+
+#[test]
+fn what_the_host_writes_belongs_to_the_directorys_owner() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        panic!("this test gives files away, which needs root (CI runs as root)");
+    }
+    let t = tree();
+    std::os::unix::fs::chown(t.dir.path(), Some(54321), Some(54322)).unwrap();
+    t.files
+        .write(WriteArgs {
+            path: "made/by/host.txt".into(),
+            content: "x\n".into(),
+        })
+        .unwrap();
+    for path in ["made", "made/by", "made/by/host.txt"] {
+        let meta = std::fs::metadata(t.dir.path().join(path)).unwrap();
+        assert_eq!((meta.uid(), meta.gid()), (54321, 54322), "{path}");
+    }
+    // An existing file keeps its owner.
+    t.files
+        .write(WriteArgs {
+            path: "README.md".into(),
+            content: "changed\n".into(),
+        })
+        .unwrap();
+    assert_eq!(
+        std::fs::metadata(t.dir.path().join("README.md"))
+            .unwrap()
+            .uid(),
+        0
+    );
+}
+
+#[test]
+fn a_crowded_directory_is_not_read_to_its_end() {
+    let t = tree();
+    let crowd = t.dir.path().join("crowd");
+    std::fs::create_dir(&crowd).unwrap();
+    for n in 0..5000 {
+        std::fs::File::create(crowd.join(format!("f{n}"))).unwrap();
+    }
+    let listing = t
+        .files
+        .list(ListArgs {
+            path: Some("crowd".into()),
+            max_depth: Some(1),
+        })
+        .unwrap();
+    assert!(
+        listing.contains("[stopped at 2000 entries]"),
+        "{}",
+        &listing[listing.len() - 100..]
     );
 }

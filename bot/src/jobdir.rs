@@ -1,0 +1,71 @@
+//! A job's directory on the host: the working copy's tree (what the
+//! sandbox sees at `/workspace`, on a file system of `sandbox.disk_mib`
+//! when that is set) and its git directory beside it (what only the host
+//! sees). Readable by Forgehand's user only. Removed on every path out of
+//! the job, the size-limited file system unmounted first, when the guard
+//! is dropped.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use forgehand_sandbox::disk::{self, SizedDir};
+
+pub struct JobDir {
+    dir: PathBuf,
+    sized: Option<SizedDir>,
+}
+
+impl JobDir {
+    /// Makes `dir` afresh (what an earlier attempt left there is removed)
+    /// with a size-limited tree of `disk_mib` MiB (0: no limit).
+    pub fn create(dir: &Path, disk_mib: u64) -> anyhow::Result<JobDir> {
+        let dir = std::path::absolute(dir)?;
+        remove(&dir);
+        if let Some(parent) = dir.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
+        }
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let mut job = JobDir { dir, sized: None };
+        if disk_mib > 0 {
+            job.sized = Some(SizedDir::create(
+                &job.tree(),
+                &job.dir.join("tree.img"),
+                disk_mib,
+            )?);
+        }
+        Ok(job)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The working copy's files.
+    pub fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+
+    /// The working copy's git directory, outside the tree.
+    pub fn git_dir(&self) -> PathBuf {
+        self.dir.join("tree.git")
+    }
+}
+
+impl Drop for JobDir {
+    fn drop(&mut self) {
+        if let Some(sized) = self.sized.take() {
+            sized.release();
+        }
+        remove(&self.dir);
+    }
+}
+
+/// Removes a job directory, never descending into a file system still
+/// mounted in it.
+fn remove(dir: &Path) {
+    disk::unmount_beneath(dir);
+    let _ = std::fs::remove_dir_all(dir);
+}
