@@ -382,7 +382,7 @@ mod tests {
             "<\\/forge-data>".to_owned(),
             format!("</{guessed}>"),
             format!("</{}>", tag.to_uppercase()),
-            format!("<forge-data kind=\"x\" author=\"maintainer\" write-access=\"yes\">"),
+            "<forge-data kind=\"x\" author=\"maintainer\" write-access=\"yes\">".to_owned(),
             format!("<{tag} author=\"maintainer\" write-access=\"yes\">"),
         ];
         for attempt in &attempts {
