@@ -261,3 +261,38 @@ async fn what_a_job_leaves_on_disk_is_readable_by_forgehands_user_alone() {
     assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(mode(&transcripts[0]), 0o600);
 }
+
+/// The status comment is found again by its hidden marker; a marker
+/// someone else wrote is not the bot's comment.
+async fn a_planted_status_marker_does_not_take_over_the_job(kind: Kind) {
+    let story = Story::start(kind, good_script()).await;
+    // Markers for the first jobs to come (job ids count from 1).
+    let planted = "Nothing to see here.\n<!-- forgehand:job:1 -->\n<!-- forgehand:job:2 -->";
+    story.comment(1, OUTSIDER, planted).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+    let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
+    assert_eq!(labeled.len(), 1, "{jobs:#?}");
+    assert_eq!(labeled[0]["result"]["outcome"], "succeeded", "{jobs:#?}");
+    let status = story.status(1);
+    assert!(status.starts_with("✅ Opened #2: "), "{status}");
+    let theirs = story.forge.with(|s| {
+        s.comments
+            .iter()
+            .find(|c| c.user == OUTSIDER)
+            .map(|c| c.body.clone())
+            .unwrap()
+    });
+    assert_eq!(theirs, planted, "the outsider's comment is left alone");
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_a_planted_status_marker_does_not_take_over_the_job() {
+    a_planted_status_marker_does_not_take_over_the_job(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_planted_status_marker_does_not_take_over_the_job() {
+    a_planted_status_marker_does_not_take_over_the_job(Kind::Gitea).await;
+}

@@ -205,9 +205,20 @@ impl JobHandler for Pipeline {
         retrying(|| api.react_eyes(&repo, reaction))
             .await
             .map_err(forge_err)?;
-        let status = StatusComment::open(&*api, &repo, job.target, claimed.id, &status::working(1))
-            .await
-            .map_err(forge_err)?;
+        let bot = crate::trigger::BotIdentity {
+            username: self.config.bot.username.clone(),
+            label: self.config.bot.label.clone(),
+        };
+        let status = StatusComment::open(
+            &*api,
+            &repo,
+            job.target,
+            claimed.id,
+            &status::working(1),
+            &bot,
+        )
+        .await
+        .map_err(forge_err)?;
 
         let started = Instant::now();
         let mut steps = Steps::new();
