@@ -132,6 +132,11 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
         tokio::task::block_in_place(|| project.run(&server, dialect, QUICK_RETRIES));
     assert_eq!(report["status"], "succeeded", "{report:#}");
     assert_eq!(code, 0);
+    assert_eq!(report["config"]["origin"], "flag", "{report:#}");
+    assert!(report["config"]["path"]
+        .as_str()
+        .unwrap()
+        .ends_with("forgehand.toml"));
     assert_eq!(report["turns"], 4);
     assert_eq!(report["tool_calls"], 4);
     assert_eq!(

@@ -260,6 +260,12 @@ async fn what_a_job_leaves_on_disk_is_readable_by_forgehands_user_alone() {
         .collect();
     assert_eq!(transcripts.len(), 1, "{transcripts:?}");
     assert_eq!(mode(&transcripts[0]), 0o600);
+    // `forgehand serve` says where its configuration came from.
+    assert!(
+        story.log().contains("no configuration file"),
+        "{}",
+        story.log()
+    );
 }
 
 /// The status comment is found again by its hidden marker; a marker
