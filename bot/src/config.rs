@@ -11,11 +11,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod forges;
 mod git;
+mod locate;
 mod model;
 mod sandbox;
 
 pub use forges::{GitHubConfig, GiteaConfig};
 pub use git::GitConfig;
+pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
 pub use model::{AgentConfig, ModelConfig, Price};
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
 
@@ -199,8 +201,10 @@ impl Config {
         format!("{login}@{domain}")
     }
 
-    /// Loads the file (when given, or `forgehand.toml` when it exists in
-    /// the working directory) and then the environment, and validates.
+    /// Loads `path` (when given: see [`ConfigFile::locate`] for which
+    /// file the operator chose) and then the environment, and validates.
+    /// No file is ever looked for on its own: the working directory may
+    /// be a repository's, and a repository does not configure the host.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
         let env: Vec<(String, String)> = std::env::vars().collect();
         Self::load_from(path, env)
@@ -213,15 +217,11 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
         let mut builder = config::Config::builder();
-        match path {
-            Some(p) if !p.exists() => return Err(ConfigError::MissingFile(p.to_owned())),
-            Some(p) => {
-                builder = builder.add_source(config::File::from(p).format(config::FileFormat::Toml))
+        if let Some(p) = path {
+            if !p.exists() {
+                return Err(ConfigError::MissingFile(p.to_owned()));
             }
-            None => {
-                builder =
-                    builder.add_source(config::File::with_name("forgehand.toml").required(false))
-            }
+            builder = builder.add_source(config::File::from(p).format(config::FileFormat::Toml));
         }
         let overlay: config::Map<String, String> = env
             .into_iter()

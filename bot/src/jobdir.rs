@@ -5,7 +5,6 @@
 //! the job, the size-limited file system unmounted first, when the guard
 //! is dropped.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use forgehand_sandbox::disk::{self, SizedDir};
@@ -21,13 +20,7 @@ impl JobDir {
     pub fn create(dir: &Path, disk_mib: u64) -> anyhow::Result<JobDir> {
         let dir = std::path::absolute(dir)?;
         remove(&dir);
-        if let Some(parent) = dir.parent() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)?;
-        }
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        crate::private::new_dir(&dir)?;
         let mut job = JobDir { dir, sized: None };
         if disk_mib > 0 {
             job.sized = Some(SizedDir::create(

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use forgehand_bot::cli::run::{self, RunArgs};
 use forgehand_bot::cli::{doctor, sandbox_exec, SandboxExecArgs};
-use forgehand_bot::config::{Config, CONFIG_PATH_VAR};
+use forgehand_bot::config::{Config, ConfigFile};
 use forgehand_bot::model::Provider;
 use forgehand_bot::{service, telemetry};
 use forgehand_sandbox::BackendChoice;
@@ -18,9 +18,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(name = "forgehand", version, about)]
 struct Cli {
-    /// Configuration file (TOML). Defaults to ./forgehand.toml when it
-    /// exists; every key can also be set as FORGEHAND_<SECTION>__<KEY>.
-    #[arg(long, short, global = true, env = CONFIG_PATH_VAR)]
+    /// Configuration file (TOML). Without it, $FORGEHAND_CONFIG, else
+    /// /etc/forgehand/forgehand.toml when it exists, else none (never a
+    /// file in the working directory); every key can also be set as
+    /// FORGEHAND_<SECTION>__<KEY>.
+    #[arg(long, short, global = true)]
     config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -87,7 +89,8 @@ enum SandboxCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match Config::load(cli.config.as_deref()) {
+    let file = ConfigFile::for_process(cli.config.as_deref());
+    let config = match Config::load(file.as_ref().map(|f| f.path.as_path())) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("forgehand: {error}");
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::CheckConfig => {
+            eprintln!("{}", ConfigFile::describe(file.as_ref()));
             print!("{}", config.to_redacted_toml());
             for warning in config.warnings() {
                 eprintln!("warning: {warning}");
@@ -144,6 +148,9 @@ fn main() -> ExitCode {
             allow_sensitive,
             json,
         } => {
+            if !json {
+                eprintln!("forgehand: {}", ConfigFile::describe(file.as_ref()));
+            }
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
             let args = RunArgs {
                 repo,
@@ -154,7 +161,7 @@ fn main() -> ExitCode {
                 backend,
                 allow_sensitive,
             };
-            let report = match runtime.block_on(run::run(&config, args)) {
+            let mut report = match runtime.block_on(run::run(&config, args)) {
                 Ok(report) => report,
                 Err(error) => {
                     let report = run::RunReport::infra(format!("{error:#}"));
@@ -165,6 +172,7 @@ fn main() -> ExitCode {
                     report
                 }
             };
+            report.config = file;
             if json {
                 println!(
                     "{}",
@@ -181,6 +189,7 @@ fn main() -> ExitCode {
         }
         Command::Serve => {
             telemetry::init(&config.log);
+            tracing::info!("{}", ConfigFile::describe(file.as_ref()));
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
             let served = runtime.block_on(async {
                 let runner = service::job_runner(&config).await?;

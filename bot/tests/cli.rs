@@ -25,7 +25,7 @@ fn check_config_prints_the_effective_configuration_without_secrets() {
     )
     .unwrap();
     let out = forgehand(
-        &["check-config"],
+        &["check-config", "--config", "forgehand.toml"],
         &[
             ("FORGEHAND_API__TOKEN", "env-token-2"),
             ("FORGEHAND_BOT__LABEL", "ai"),
@@ -50,6 +50,42 @@ fn check_config_prints_the_effective_configuration_without_secrets() {
         );
     }
     assert!(stderr.contains("configuration is valid"), "{stderr}");
+    assert!(
+        stderr.contains("configuration from forgehand.toml (--config)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_forgehand_toml_in_the_working_directory_is_not_read() {
+    // The working directory may be a repository's: its forgehand.toml
+    // must not configure the host.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("forgehand.toml"),
+        "[model]\nbase_url = \"http://127.0.0.1:9/v1\"\n[queue]\nworkers = 9\n",
+    )
+    .unwrap();
+    let out = forgehand(&["check-config"], &[], dir.path());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stdout.contains("127.0.0.1:9/"), "{stdout}");
+    if !std::path::Path::new("/etc/forgehand/forgehand.toml").exists() {
+        assert!(stdout.contains("workers = 2"), "defaults:\n{stdout}");
+        assert!(stderr.contains("no configuration file"), "{stderr}");
+    }
+    // Named by the variable, it is read, and said so.
+    let out = forgehand(
+        &["check-config"],
+        &[("FORGEHAND_CONFIG", "forgehand.toml")],
+        dir.path(),
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.contains("workers = 9"), "{stdout}");
+    assert!(
+        stderr.contains("configuration from forgehand.toml ($FORGEHAND_CONFIG)"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -245,3 +245,67 @@ async fn errors_come_with_their_kind() {
     assert!(!error.to_string().contains("wrong-token"));
     assert_eq!(gitea.violations(), Vec::<String>::new());
 }
+
+/// A follow-up answers the threads of the review that triggered it, not
+/// every review comment on the pull request: one review's comments are
+/// read by that review.
+#[tokio::test]
+async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
+    let (forge, client, repo) = setup().await;
+    let pr = client
+        .open_pull_request(
+            &repo,
+            &NewPullRequest {
+                title: "t",
+                body: "b",
+                head: "forgehand/1-x",
+                base: "main",
+            },
+        )
+        .await
+        .unwrap();
+    let (outsiders, maintainers) = forge.with(|s| {
+        let outsiders = s.add_review(
+            "acme/demo",
+            pr.number,
+            "drive-by",
+            "COMMENT",
+            "",
+            &[("README.md", 1, "Delete the tests.")],
+        );
+        let maintainers = s.add_review(
+            "acme/demo",
+            pr.number,
+            "maintainer",
+            "REQUEST_CHANGES",
+            "Almost.",
+            &[
+                ("README.md", 3, "Use cargo install."),
+                ("src/lib.rs", 2, "Name it."),
+            ],
+        );
+        (outsiders, maintainers)
+    });
+    let threads = client
+        .review_threads(&repo, pr.number, maintainers)
+        .await
+        .unwrap();
+    let seen: Vec<(&str, &str, Option<u64>)> = threads
+        .iter()
+        .map(|t| (t.author.as_str(), t.path.as_str(), t.review_id))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("maintainer", "README.md", Some(maintainers)),
+            ("maintainer", "src/lib.rs", Some(maintainers))
+        ]
+    );
+    let theirs = client
+        .review_threads(&repo, pr.number, outsiders)
+        .await
+        .unwrap();
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(theirs[0].author, "drive-by");
+    assert_eq!(forge.violations(), Vec::<String>::new());
+}

@@ -286,3 +286,73 @@ async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
     assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
     assert_eq!(github.violations(), Vec::<String>::new());
 }
+
+/// A follow-up answers the threads of the review that triggered it, not
+/// every review comment on the pull request: one review's comments are
+/// read by that review.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
+    let forge = fake().await;
+    let client = GitHubClient::new(
+        &forge.base_url,
+        GitHubAuth::Token(SecretString::from(TOKEN)),
+    )
+    .unwrap();
+    let repo = repo();
+    let pr = client
+        .open_pull_request(
+            &repo,
+            &NewPullRequest {
+                title: "t",
+                body: "b",
+                head: "forgehand/1-x",
+                base: "main",
+            },
+        )
+        .await
+        .unwrap();
+    let (outsiders, maintainers) = forge.with(|s| {
+        let outsiders = s.add_review(
+            "acme/demo",
+            pr.number,
+            "drive-by",
+            "COMMENTED",
+            "",
+            &[("README.md", 1, "Delete the tests.")],
+        );
+        let maintainers = s.add_review(
+            "acme/demo",
+            pr.number,
+            "maintainer",
+            "CHANGES_REQUESTED",
+            "Almost.",
+            &[
+                ("README.md", 3, "Use cargo install."),
+                ("src/lib.rs", 2, "Name it."),
+            ],
+        );
+        (outsiders, maintainers)
+    });
+    let threads = client
+        .review_threads(&repo, pr.number, maintainers)
+        .await
+        .unwrap();
+    let seen: Vec<(&str, &str, Option<u64>)> = threads
+        .iter()
+        .map(|t| (t.author.as_str(), t.path.as_str(), t.review_id))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("maintainer", "README.md", Some(maintainers)),
+            ("maintainer", "src/lib.rs", Some(maintainers))
+        ]
+    );
+    let theirs = client
+        .review_threads(&repo, pr.number, outsiders)
+        .await
+        .unwrap();
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(theirs[0].author, "drive-by");
+    assert_eq!(forge.violations(), Vec::<String>::new());
+}

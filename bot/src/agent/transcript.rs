@@ -18,11 +18,12 @@ pub struct Transcript {
 const REDACTED: &str = "<redacted>";
 
 impl Transcript {
-    /// Creates `dir/<name>.jsonl` (and `dir`).
+    /// Creates `dir/<name>.jsonl` (and `dir`), readable by this user
+    /// alone: a transcript holds the repository's code.
     pub fn create(dir: &Path, name: &str, secrets: Vec<SecretString>) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
+        crate::private::dir(dir)?;
         let path = dir.join(format!("{name}.jsonl"));
-        let file = File::options().create(true).append(true).open(&path)?;
+        let file = crate::private::append_file(&path)?;
         Ok(Transcript {
             path: std::path::absolute(&path).unwrap_or(path),
             out: BufWriter::new(file),
@@ -64,5 +65,34 @@ impl Transcript {
         if let Err(error) = written {
             tracing::warn!(path = %self.path.display(), %error, "cannot append to the transcript");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn a_transcript_is_readable_by_this_user_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("data/transcripts");
+        let mut transcript = Transcript::create(
+            &dir,
+            "job-1-1",
+            vec![SecretString::from("the-forge-token-123".to_owned())],
+        )
+        .unwrap();
+        transcript.record("tool", json!({"output": "cat: the-forge-token-123"}));
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&root.path().join("data")), 0o700);
+        assert_eq!(mode(transcript.path()), 0o600);
+        let text = std::fs::read_to_string(transcript.path()).unwrap();
+        assert!(!text.contains("the-forge-token-123"), "{text}");
     }
 }

@@ -11,7 +11,6 @@ use anyhow::Context;
 use forgehand_forge::git::{
     self, deliver, gate, Checks, CommitRequest, DeliverError, GatePolicy, Mirror, SecretScanner,
 };
-use secrecy::SecretString;
 use serde::Serialize;
 
 use crate::agent::prompts::Prompts;
@@ -53,6 +52,9 @@ pub struct RunReport {
     pub summary: Option<String>,
     /// Gate findings that were committed anyway (allowed sensitive files).
     pub findings: Vec<String>,
+    /// The configuration file read, and how it was named; none means
+    /// built-in defaults and `FORGEHAND_*` variables only.
+    pub config: Option<crate::config::ConfigFile>,
     #[serde(skip)]
     pub diff: String,
 }
@@ -78,6 +80,7 @@ impl RunReport {
             title: None,
             summary: None,
             findings: Vec::new(),
+            config: None,
             diff: String::new(),
         }
     }
@@ -181,7 +184,7 @@ async fn agent_and_deliver(
     tree: &Path,
     before: &git::integrity::Snapshot,
 ) -> anyhow::Result<RunReport> {
-    let secrets = host_secrets(config, model_config);
+    let secrets = crate::host_secrets::host_secrets(config);
     let mut transcript = Transcript::create(
         &config.agent.transcript_dir,
         id,
@@ -302,38 +305,6 @@ async fn agent_and_deliver(
     }
     transcript.record("delivered", serde_json::json!({ "report": &report }));
     Ok(report)
-}
-
-/// The host's own credentials, by name: searched for in the diff and
-/// redacted from the transcript.
-fn host_secrets(
-    config: &Config,
-    model: &crate::config::ModelConfig,
-) -> Vec<(String, SecretString)> {
-    let mut out = Vec::new();
-    if let Some(key) = &model.api_key {
-        out.push(("model.api_key".to_owned(), key.clone()));
-    }
-    if let Some(token) = &config.api.token {
-        out.push(("api.token".to_owned(), token.clone()));
-    }
-    for (name, token) in [
-        ("github.token", &config.github.token),
-        ("gitea.token", &config.gitea.token),
-    ] {
-        if let Some(token) = token {
-            out.push((name.to_owned(), token.clone()));
-        }
-    }
-    for (name, list) in [
-        ("github.webhook_secret", &config.github.webhook_secret),
-        ("gitea.webhook_secret", &config.gitea.webhook_secret),
-    ] {
-        for secret in list {
-            out.push((name.to_owned(), secret.clone()));
-        }
-    }
-    out
 }
 
 fn unique_branch(repo: &git2::Repository, wanted: &str) -> String {

@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use forgehand_forge::api::{ForgeApi, ForgeError, ReactionTarget, RepoRef};
+use forgehand_forge::api::{ForgeApi, ForgeError, Outbound, ReactionTarget, RepoRef};
+use forgehand_forge::git::SecretScanner;
 use forgehand_forge::ForgeKind;
 use forgehand_sandbox::Backend;
+use secrecy::SecretString;
 use serde_json::{json, Value};
 use tracing::info;
 
@@ -37,6 +39,9 @@ pub struct Pipeline {
     backend: Arc<dyn Backend>,
     /// How the sandbox isolates, for the pull request's footer.
     isolation: String,
+    /// The host's own credentials, by name: kept out of what is sent to
+    /// the forge, of transcripts and of pushed changes.
+    secrets: Vec<(String, SecretString)>,
 }
 
 /// Why a job stopped, as its reason code and one line for people.
@@ -86,16 +91,26 @@ impl Pipeline {
         backend: Arc<dyn Backend>,
         isolation: String,
     ) -> Self {
+        let secrets = crate::host_secrets::host_secrets(&config);
         Pipeline {
             config,
             github,
             gitea,
             backend,
             isolation,
+            secrets,
         }
     }
 
+    /// The forge's API for a job, behind the outbound filter: every text
+    /// the job sends is redacted of the host's secrets.
     fn api(&self, forge: ForgeKind) -> Result<Arc<dyn ForgeApi>, JobError> {
+        let api = self.raw_api(forge)?;
+        let scanner = SecretScanner::new(self.secrets.iter().cloned());
+        Ok(Arc::new(Outbound::new(api, scanner)))
+    }
+
+    fn raw_api(&self, forge: ForgeKind) -> Result<Arc<dyn ForgeApi>, JobError> {
         let (api, keys) = match forge {
             ForgeKind::Github => (
                 &self.github,
@@ -190,9 +205,20 @@ impl JobHandler for Pipeline {
         retrying(|| api.react_eyes(&repo, reaction))
             .await
             .map_err(forge_err)?;
-        let status = StatusComment::open(&*api, &repo, job.target, claimed.id, &status::working(1))
-            .await
-            .map_err(forge_err)?;
+        let bot = crate::trigger::BotIdentity {
+            username: self.config.bot.username.clone(),
+            label: self.config.bot.label.clone(),
+        };
+        let status = StatusComment::open(
+            &*api,
+            &repo,
+            job.target,
+            claimed.id,
+            &status::working(1),
+            &bot,
+        )
+        .await
+        .map_err(forge_err)?;
 
         let started = Instant::now();
         let mut steps = Steps::new();
@@ -201,8 +227,17 @@ impl JobHandler for Pipeline {
             let work = async {
                 let mut work = match &order {
                     Order::Issue { plan } => self.issue_work(job, &*api, &repo, plan).await,
-                    Order::Review { review_id, body } => {
-                        self.review_work(job, &*api, &repo, *review_id, body).await
+                    Order::Review {
+                        review_id,
+                        state,
+                        body,
+                    } => {
+                        let review = prepare::AnnouncedReview {
+                            id: *review_id,
+                            state: *state,
+                            body,
+                        };
+                        self.review_work(job, &*api, &repo, &review).await
                     }
                     Order::PullRequestRequest { text } => {
                         self.pull_request_request_work(job, &*api, &repo, text)

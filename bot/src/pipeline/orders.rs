@@ -1,6 +1,8 @@
 //! What a job asks for, read against its target's history: a retry runs
 //! the last failed work again, `go` carries out the last plan.
 
+use forgehand_forge::ReviewState;
+
 use crate::job::{Job, JobCommand, Task};
 use crate::store::{ClaimedJob, JobState, Store, StoreResult, TargetJob};
 
@@ -13,6 +15,7 @@ pub(super) enum Order {
     },
     Review {
         review_id: Option<u64>,
+        state: ReviewState,
         body: String,
     },
     /// `@bot …` or `/forgehand fix …` on the bot's pull request.
@@ -102,11 +105,14 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
         },
         (
             Task::Review {
-                review_id, body, ..
+                review_id,
+                state,
+                body,
             },
             true,
         ) => Order::Review {
             review_id: *review_id,
+            state: *state,
             body: body.clone(),
         },
         _ => return None,

@@ -4,13 +4,90 @@
 
 use std::collections::HashMap;
 
-use forgehand_forge::api::{ForgeApi, PullRequest, RepoRef, ReviewComment};
+use forgehand_forge::api::{self, ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
+use forgehand_forge::ReviewState;
 
 use super::retry::retrying;
 use super::work::Work;
 use super::{Failure, Pipeline};
-use crate::agent::prompts::{trusted_comments, wrap, ForgeText, Prompts};
+use crate::agent::prompts::{ForgeText, Prompts};
 use crate::job::Job;
+
+/// Who may write to the repository, as the forge answers for each author
+/// (asked once per author and job): the model is told each text's
+/// author's real permission, never one assumed from where the text came.
+struct Permissions<'a> {
+    api: &'a dyn ForgeApi,
+    repo: &'a RepoRef,
+    known: HashMap<String, bool>,
+}
+
+impl<'a> Permissions<'a> {
+    fn new(api: &'a dyn ForgeApi, repo: &'a RepoRef) -> Self {
+        Permissions {
+            api,
+            repo,
+            known: HashMap::new(),
+        }
+    }
+
+    async fn can_write(&mut self, login: &str) -> Result<bool, Failure> {
+        if let Some(known) = self.known.get(login) {
+            return Ok(*known);
+        }
+        let (api, repo) = (self.api, self.repo);
+        let can = retrying(|| api.permission(repo, login))
+            .await
+            .map_err(Failure::forge)?
+            .can_write();
+        self.known.insert(login.to_owned(), can);
+        Ok(can)
+    }
+}
+
+/// The review a Gitea webhook announced, which names no review id: the
+/// most recent review on the pull request by the webhook's sender in the
+/// announced state, preferring one whose body is the announced body.
+/// Never someone else's review: its author is the job's sender.
+pub(super) fn announced_review<'r>(
+    reviews: &'r [Review],
+    sender: &str,
+    state: ReviewState,
+    body: &str,
+) -> Option<&'r Review> {
+    let normalized = |text: &str| text.replace("\r\n", "\n").trim().to_owned();
+    let body = normalized(body);
+    let same_state = |r: &&Review| {
+        matches!(
+            (r.state, state),
+            (api::ReviewState::Approved, ReviewState::Approved)
+                | (
+                    api::ReviewState::ChangesRequested,
+                    ReviewState::ChangesRequested
+                )
+                | (api::ReviewState::Commented, ReviewState::Commented)
+        )
+    };
+    let by_sender: Vec<&Review> = reviews
+        .iter()
+        .filter(|r| r.author == sender)
+        .filter(same_state)
+        .collect();
+    let same_body = by_sender
+        .iter()
+        .copied()
+        .filter(|r| normalized(&r.body) == body)
+        .max_by_key(|r| r.id);
+    same_body.or_else(|| by_sender.iter().copied().max_by_key(|r| r.id))
+}
+
+/// The review a follow-up answers, as the webhook announced it.
+pub(super) struct AnnouncedReview<'a> {
+    /// GitHub's review id; Gitea's webhook names none.
+    pub id: Option<u64>,
+    pub state: ReviewState,
+    pub body: &'a str,
+}
 
 /// Where an issue job stands with `/forgehand plan` and `go`.
 pub(super) enum PlanStep {
@@ -36,31 +113,31 @@ impl Pipeline {
             .comments(repo, job.target)
             .await
             .map_err(Failure::forge)?;
-        let mut can_write: HashMap<String, bool> = HashMap::new();
-        for login in std::iter::once(&issue.author).chain(comments.iter().map(|c| &c.author)) {
-            if !can_write.contains_key(login) {
-                let p = api.permission(repo, login).await.map_err(Failure::forge)?;
-                can_write.insert(login.clone(), p.can_write());
-            }
+        let mut permissions = Permissions::new(api, repo);
+        let issue_by_writer = permissions.can_write(&issue.author).await?;
+        let mut writers = Vec::with_capacity(comments.len());
+        for comment in &comments {
+            writers.push(permissions.can_write(&comment.author).await?);
         }
         let prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
-        let wrapped_issue = wrap(&ForgeText {
+        let wrapped_issue = prompts.wrap(&ForgeText {
             kind: "issue",
             author: &issue.author,
-            can_write: can_write.get(&issue.author).copied().unwrap_or(false),
+            can_write: issue_by_writer,
             text: &format!("{}\n\n{}", issue.title, issue.body),
         });
         let forge_comments: Vec<ForgeText<'_>> = comments
             .iter()
-            .map(|c| ForgeText {
+            .zip(&writers)
+            .map(|(c, can_write)| ForgeText {
                 kind: "comment",
                 author: &c.author,
-                can_write: can_write.get(&c.author).copied().unwrap_or(false),
+                can_write: *can_write,
                 text: &c.body,
             })
             .collect();
-        let mut comments = trusted_comments(&forge_comments);
+        let mut comments = prompts.trusted_comments(&forge_comments);
         if let PlanStep::Approved(approved) = plan {
             comments.push_str("\n\nYou proposed this plan earlier and a maintainer approved it (`/forgehand go`); carry it out:\n\n");
             comments.push_str(approved);
@@ -86,6 +163,7 @@ impl Pipeline {
                 .clone()
                 .unwrap_or_else(|| "main".into()),
             prompt,
+            prompts,
             follow_up: None,
             plan_only: matches!(plan, PlanStep::Propose),
             allow_sensitive: false,
@@ -93,57 +171,77 @@ impl Pipeline {
     }
 
     /// What a review follow-up works on: the pull request's own branch,
-    /// the review and its threads as the task.
+    /// the review and its threads as the task. Only the comments of the
+    /// review that triggered the job are threads, each attributed to its
+    /// author with their permission as the forge answers it.
     pub(super) async fn review_work(
         &self,
         job: &Job,
         api: &dyn ForgeApi,
         repo: &RepoRef,
-        review_id: Option<u64>,
-        review_body: &str,
+        review: &AnnouncedReview<'_>,
     ) -> Result<Work, Failure> {
         let pr = self.own_pull_request(job, api, repo).await?;
-        let threads: Vec<ReviewComment> = api
-            .review_comments(repo, job.target)
-            .await
-            .map_err(Failure::forge)?
-            .into_iter()
-            .filter(|c| review_id.is_none() || c.review_id == review_id)
-            .collect();
-        let mut review = wrap(&ForgeText {
+        let review_id = match review.id {
+            Some(id) => Some(id),
+            None => {
+                let reviews = retrying(|| api.reviews(repo, job.target))
+                    .await
+                    .map_err(Failure::forge)?;
+                let found =
+                    announced_review(&reviews, &job.requested_by, review.state, review.body)
+                        .map(|r| r.id);
+                if found.is_none() {
+                    tracing::warn!(
+                        pr = job.target,
+                        "the announced review is not among the pull request's reviews: working without its threads"
+                    );
+                }
+                found
+            }
+        };
+        let threads: Vec<ReviewComment> = match review_id {
+            Some(id) => retrying(|| api.review_threads(repo, job.target, id))
+                .await
+                .map_err(Failure::forge)?,
+            None => Vec::new(),
+        };
+        let prompts =
+            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        let mut permissions = Permissions::new(api, repo);
+        let mut text = prompts.wrap(&ForgeText {
             kind: "review",
             author: &job.requested_by,
-            can_write: true,
-            text: review_body,
+            can_write: permissions.can_write(&job.requested_by).await?,
+            text: review.body,
         });
         for (n, thread) in threads.iter().enumerate() {
             let place = match thread.line {
                 Some(line) => format!("{}:{line}", thread.path),
                 None => thread.path.clone(),
             };
-            review.push_str("\n\n");
-            review.push_str(&wrap(&ForgeText {
+            text.push_str("\n\n");
+            text.push_str(&prompts.wrap(&ForgeText {
                 kind: &format!("review thread {} on {place}", n + 1),
                 author: &thread.author,
-                can_write: true,
+                can_write: permissions.can_write(&thread.author).await?,
                 text: &thread.body,
             }));
         }
-        let prompts =
-            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         let prompt = prompts.render(
             "review_follow_up.txt",
             &[
                 ("number", &job.target.to_string()),
                 ("repository", &repo.full_name()),
                 ("branch", &pr.head),
-                ("review", &review),
+                ("review", &text),
             ],
         );
         Ok(Work {
             branch: pr.head.clone(),
             base: pr.base.clone(),
             prompt,
+            prompts,
             follow_up: Some((pr, threads)),
             plan_only: false,
             allow_sensitive: false,
@@ -162,10 +260,13 @@ impl Pipeline {
         let pr = self.own_pull_request(job, api, repo).await?;
         let prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
-        let request = wrap(&ForgeText {
+        let can_write = Permissions::new(api, repo)
+            .can_write(&job.requested_by)
+            .await?;
+        let request = prompts.wrap(&ForgeText {
             kind: "comment",
             author: &job.requested_by,
-            can_write: true,
+            can_write,
             text: request,
         });
         let context = format!(
@@ -185,6 +286,7 @@ impl Pipeline {
             branch: pr.head.clone(),
             base: pr.base.clone(),
             prompt,
+            prompts,
             follow_up: Some((pr, Vec::new())),
             plan_only: false,
             allow_sensitive: false,
@@ -212,5 +314,58 @@ impl Pipeline {
             ));
         }
         Ok(pr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn review(id: u64, author: &str, state: api::ReviewState, body: &str) -> Review {
+        Review {
+            id,
+            author: author.into(),
+            state,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn the_announced_review_is_the_senders_latest_of_that_state_and_body() {
+        use api::ReviewState as S;
+        let reviews = [
+            review(1, "maintainer", S::ChangesRequested, "Nearly there."),
+            review(2, "drive-by", S::ChangesRequested, "Nearly there."),
+            review(3, "maintainer", S::Commented, "Nearly there."),
+            review(4, "maintainer", S::ChangesRequested, "Something else."),
+            review(5, "drive-by", S::ChangesRequested, "Nearly there."),
+        ];
+        let found =
+            |sender, state, body| announced_review(&reviews, sender, state, body).map(|r| r.id);
+        assert_eq!(
+            found(
+                "maintainer",
+                ReviewState::ChangesRequested,
+                "Nearly there.\r\n"
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            found("maintainer", ReviewState::ChangesRequested, "Edited since."),
+            Some(4),
+            "no body matches: the sender's latest of that state"
+        );
+        assert_eq!(
+            found("maintainer", ReviewState::Commented, "Nearly there."),
+            Some(3)
+        );
+        assert_eq!(
+            found("maintainer", ReviewState::Approved, "Nearly there."),
+            None
+        );
+        assert_eq!(
+            found("someone", ReviewState::ChangesRequested, "Nearly there."),
+            None
+        );
     }
 }

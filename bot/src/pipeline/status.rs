@@ -6,6 +6,7 @@ use std::time::Duration;
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
 use super::retry::retrying;
+use crate::trigger::BotIdentity;
 
 /// The checklist's steps, in order.
 pub const STEPS: &[&str] = &[
@@ -89,20 +90,23 @@ pub struct StatusComment {
 }
 
 impl StatusComment {
-    /// The job's status comment: the one an earlier attempt left, or a new one.
+    /// The job's status comment: the one an earlier attempt left, or a
+    /// new one. Only a comment by the bot itself counts: anyone can write
+    /// the marker of a job to come into a comment of theirs.
     pub async fn open(
         api: &dyn ForgeApi,
         repo: &RepoRef,
         target: u64,
         job: i64,
         first: &str,
+        bot: &BotIdentity,
     ) -> Result<Self, ForgeError> {
         let mark = marker(job);
         let earlier = api
             .comments(repo, target)
             .await?
             .into_iter()
-            .find(|c| c.body.contains(&mark));
+            .find(|c| bot.is_me(&c.author) && c.body.contains(&mark));
         match earlier {
             Some(comment) => {
                 let status = StatusComment {

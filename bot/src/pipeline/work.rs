@@ -40,6 +40,7 @@ impl Pipeline {
             branch,
             base,
             prompt,
+            prompts,
             follow_up,
             plan_only,
             allow_sensitive,
@@ -66,6 +67,8 @@ impl Pipeline {
         )
         .map_err(Failure::infra)?;
         let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
+        // Mirrors hold the repository's code: for Forgehand's user alone.
+        crate::private::dir(&self.config.git.mirror_dir).map_err(Failure::infra)?;
 
         // The working copy: from the mirror, on the bot's branch (its
         // existing one when a previous run pushed it).
@@ -118,15 +121,12 @@ impl Pipeline {
         let _ = status.set(api, repo, &status::working(2)).await;
 
         // The agent, in the sandbox.
-        let secrets = vec![("forge token".to_owned(), token)];
+        let mut secrets = vec![("forge token".to_owned(), token)];
+        secrets.extend(self.secrets.iter().cloned());
         let mut transcript = Transcript::create(
             &self.config.agent.transcript_dir,
             &format!("job-{}-{}", claimed.id, claimed.run),
-            secrets
-                .iter()
-                .map(|(_, s)| s.clone())
-                .chain(self.config.model.api_key.clone())
-                .collect(),
+            secrets.iter().map(|(_, s)| s.clone()).collect(),
         )
         .map_err(Failure::infra)?;
         steps.transcript = Some(transcript.path().display().to_string());
@@ -137,8 +137,6 @@ impl Pipeline {
             .map_err(Failure::infra)?;
         steps.done("sandbox");
         let files = Files::open(&tree).map_err(Failure::infra)?;
-        let prompts =
-            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         let messages = vec![
             Message::System {
                 content: prompts.system(&files),
@@ -320,6 +318,9 @@ pub(super) struct Work {
     pub base: String,
     /// The task, for the agent.
     pub prompt: String,
+    /// The prompts the task was made with: the system prompt must name
+    /// the same forge-data tag as the task.
+    pub prompts: Prompts,
     /// A follow-up's pull request and the review threads to answer.
     pub follow_up: Option<(forgehand_forge::api::PullRequest, Vec<ReviewComment>)>,
     /// `/forgehand plan`: the agent's summary is the answer, nothing is pushed.

@@ -287,28 +287,40 @@ impl ForgeApi for GiteaClient {
     ) -> Result<Vec<ReviewComment>, ForgeError> {
         let mut out = Vec::new();
         for review in self.reviews(repo, number).await? {
-            let v = self
-                .send(
-                    Method::GET,
-                    &format!(
-                        "{}/pulls/{number}/reviews/{}/comments",
-                        Self::repo_path(repo),
-                        review.id
-                    ),
-                    None,
-                )
-                .await?;
-            out.extend(v.as_array().into_iter().flatten().map(|c| ReviewComment {
+            out.extend(self.review_threads(repo, number, review.id).await?);
+        }
+        Ok(out)
+    }
+
+    async fn review_threads(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        review: u64,
+    ) -> Result<Vec<ReviewComment>, ForgeError> {
+        let v = self
+            .send(
+                Method::GET,
+                &format!(
+                    "{}/pulls/{number}/reviews/{review}/comments",
+                    Self::repo_path(repo)
+                ),
+                None,
+            )
+            .await?;
+        Ok(v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| ReviewComment {
                 id: c["id"].as_u64().unwrap_or_default(),
-                review_id: Some(review.id),
+                review_id: Some(review),
                 author: login(&c["user"]),
                 path: text(&c["path"]),
                 line: c["position"].as_u64().filter(|&p| p > 0),
                 body: text(&c["body"]),
                 commit_id: c["commit_id"].as_str().map(str::to_owned),
-            }));
-        }
-        Ok(out)
+            })
+            .collect())
     }
 
     /// Gitea has no reply endpoint: a review comment on the same line

@@ -4,7 +4,10 @@
 
 pub mod gitea;
 pub mod github;
+mod outbound;
 mod wire;
+
+pub use outbound::Outbound;
 
 use std::time::Duration;
 
@@ -195,11 +198,26 @@ pub trait ForgeApi: Send + Sync {
         reviewers: &[&str],
     ) -> Result<(), ForgeError>;
     async fn reviews(&self, repo: &RepoRef, number: u64) -> Result<Vec<Review>, ForgeError>;
+    /// Every review comment of the pull request, whoever wrote it.
     async fn review_comments(
         &self,
         repo: &RepoRef,
         number: u64,
     ) -> Result<Vec<ReviewComment>, ForgeError>;
+    /// The comments of one review: the threads a follow-up answers.
+    async fn review_threads(
+        &self,
+        repo: &RepoRef,
+        number: u64,
+        review: u64,
+    ) -> Result<Vec<ReviewComment>, ForgeError> {
+        Ok(self
+            .review_comments(repo, number)
+            .await?
+            .into_iter()
+            .filter(|c| c.review_id == Some(review))
+            .collect())
+    }
     /// Answers in the thread of `comment`.
     async fn reply_to_review_comment(
         &self,

@@ -175,12 +175,21 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             Ok((StatusCode::OK, Value::Array(list)))
         }
         ("GET", "/pulls/{index}/reviews/{id}/comments") => {
+            // Gitea answers 404 for a review of another pull request.
+            let id = r.num("id");
+            if !s
+                .reviews
+                .iter()
+                .any(|review| review.repo == repo && review.pr == r.num("index") && review.id == id)
+            {
+                return Err(not_found());
+            }
             let list: Vec<Value> = s
                 .review_comments
                 .iter()
-                .filter(|c| c.review_id == r.num("id"))
+                .filter(|c| c.review_id == id)
                 .map(|c| json!({"id": c.id, "pull_request_review_id": c.review_id, "user": {"login": c.user},
-                               "path": c.path, "position": c.position, "body": c.body}))
+                               "path": c.path, "position": c.position, "body": c.body, "commit_id": c.commit_id}))
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }

@@ -248,5 +248,6 @@ fn shannon_entropy(s: &str) -> f64 {
         .sum()
 }
 
+pub mod redact;
 #[cfg(test)]
 mod tests;
