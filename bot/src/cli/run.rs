@@ -127,7 +127,8 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
         .working_copy(&tree, &git_dir, &base, &branch)
         .context("making the working copy")?;
     let base_commit = copy.head()?.peel_to_commit()?.id();
-    let before = gate::before(&copy).context("the integrity snapshot")?;
+    let before =
+        gate::before(&copy, git::TreeLimits::default()).context("the integrity snapshot")?;
 
     let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
     let mut report = match result {
@@ -283,6 +284,7 @@ async fn agent_and_deliver(
                 .integrity
                 .iter()
                 .map(|f| f.to_string())
+                .chain(delivery.left_out().iter().map(|l| format!("left out: {l}")))
                 .collect();
             report.commit = delivery.commit.map(|c| c.to_string());
             if matches!(agent.outcome, Outcome::Finished { .. }) {

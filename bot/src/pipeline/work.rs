@@ -99,7 +99,8 @@ impl Pipeline {
                             None,
                         )
                     };
-                    let before = gate::before(&copy).map_err(|e| e.to_string())?;
+                    let before = gate::before(&copy, git::TreeLimits::default())
+                        .map_err(|e| e.to_string())?;
                     Ok((expected, before))
                 },
             )
@@ -179,7 +180,12 @@ impl Pipeline {
         // The gate, the commit and the push.
         let mut policy = self.config.git.policy_for(&repo.full_name());
         policy.allow_sensitive |= allow_sensitive;
-        let scanner = SecretScanner::new(secrets);
+        let model_key = self.config.model.api_key.clone();
+        let scanner = SecretScanner::new(
+            secrets
+                .into_iter()
+                .chain(model_key.map(|key| ("model.api_key".to_owned(), key))),
+        );
         let identity = self.config.git.identity();
         let prefix = self.config.git.branch_prefix().to_owned();
         let requested_by = job.requested_by.clone();
@@ -190,7 +196,7 @@ impl Pipeline {
                 (git_dir.clone(), branch.clone(), base.clone(), url.clone());
             let message = format!("{title}\n\n{summary}");
             tokio::task::spawn_blocking(
-                move || -> Result<(Option<String>, Vec<String>, String), Failure> {
+                move || -> Result<(Option<String>, Vec<String>, String, String), Failure> {
                     let copy = git2::Repository::open(&git_dir).map_err(Failure::infra)?;
                     let delivery = deliver(
                         &copy,
@@ -235,6 +241,7 @@ impl Pipeline {
                         delivery.commit.map(|c| c.to_string()),
                         files,
                         delivery.cleared.report.to_markdown(),
+                        delivery.cleared.report.left_out_markdown(),
                     ))
                 },
             )
@@ -242,7 +249,7 @@ impl Pipeline {
             .map_err(Failure::infra)??
         };
         let _ = std::fs::remove_dir_all(&job_dir);
-        let (commit, files, findings) = delivered;
+        let (commit, files, findings, left_out) = delivered;
         if commit.is_none() {
             return Err(Failure::new(
                 "no_changes",
@@ -284,6 +291,7 @@ impl Pipeline {
             closes: job.target,
             files: &files,
             findings: &findings,
+            left_out: &left_out,
             isolation: &self.isolation,
             cost_usd: report.cost_usd,
             turns: report.turns,
