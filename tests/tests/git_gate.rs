@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use forgehand_forge::git::integrity::{Watch, CATALOGUE};
+use forgehand_forge::git::integrity::{Rule, Watch, CATALOGUE};
 use forgehand_forge::git::{
     deliver, transport, BotIdentity, Checks, CommitRequest, Credentials, DeliverError, GatePolicy,
     GateReport, MirrorCache, Oversize, PushRequest, RefusalReason, SecretScanner, Snapshot,
@@ -266,7 +266,12 @@ fn listed(report: &GateReport) -> Vec<String> {
         Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
     }));
     found.extend(report.secrets.iter().map(|s| format!("Secret {}", s.place)));
-    found.extend(report.left_out.iter().map(|l| format!("LeftOut {}", l.path)));
+    found.extend(
+        report
+            .left_out
+            .iter()
+            .map(|l| format!("LeftOut {}", l.path)),
+    );
     found
 }
 
@@ -333,7 +338,10 @@ fn in_small_address_space(name: &str, body: impl FnOnce()) {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("1 passed"), "the child ran the test: {stdout}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
 }
 
 /// A shell command that leaves a file in `dir` when anything runs it.
@@ -369,17 +377,21 @@ fn tamper(script: &'static str, findings: &[&'static str]) -> Case {
 }
 
 fn sensitive(script: &'static str, finding: &'static str) -> [Case; 2] {
+    sensitive_all(script, &[finding])
+}
+
+fn sensitive_all(script: &'static str, findings: &[&'static str]) -> [Case; 2] {
     [
         Case {
             script,
             policy: STRICT,
-            findings: vec![finding],
+            findings: findings.to_vec(),
             outcome: Outcome::Refused(RefusalReason::Sensitive),
         },
         Case {
             script,
             policy: ALLOW,
-            findings: vec![finding],
+            findings: findings.to_vec(),
             outcome: Outcome::Pushed,
         },
     ]
@@ -654,7 +666,8 @@ fn a_secret_in_the_commit_message_is_found() {
             outcome: Outcome::Refused(RefusalReason::Secret),
         },
         Extra {
-            message: "Fix the answer\n\nTested with gitea-host-token-0123456789abcdef against the API.\n",
+            message:
+                "Fix the answer\n\nTested with gitea-host-token-0123456789abcdef against the API.\n",
             ..Extra::default()
         },
     );
@@ -670,13 +683,19 @@ fn a_symlink_chain_climbing_out_of_the_tree_is_sensitive() {
 fn a_symlink_in_place_of_a_watched_directory_is_sensitive() {
     // What the link leads to would be read as Cargo's configuration, or
     // as the repository's actions, without being at a watched path.
-    both(sensitive(
+    both(sensitive_all(
         "mkdir -p docs/cargo && echo '[build]' > docs/cargo/config.toml\nln -s docs/cargo .cargo",
-        "Sensitive .cargo",
+        &[
+            "Sensitive .cargo",
+            "Sensitive docs/cargo/config.toml (as .cargo/config.toml)",
+        ],
     ));
-    both(sensitive(
+    both(sensitive_all(
         "mkdir -p docs/actions && echo 'curl evil' > docs/actions/setup.sh\nln -s ../docs/actions .github/actions",
-        "Sensitive .github/actions",
+        &[
+            "Sensitive .github/actions",
+            "Sensitive docs/actions/setup.sh (as .github/actions/setup.sh)",
+        ],
     ));
 }
 
@@ -766,7 +785,8 @@ fn too_many_entries_refuse_the_push() {
 fn too_many_symlinks_refuse_the_push() {
     run_with(
         Case {
-            script: "mkdir links && cd links && for i in $(seq 100); do ln -s ../README.md l$i; done",
+            script:
+                "mkdir links && cd links && for i in $(seq 100); do ln -s ../README.md l$i; done",
             policy: ALLOW,
             findings: vec!["TooLarge 50 recorded"],
             outcome: Outcome::Refused(RefusalReason::TooLarge),
@@ -827,32 +847,40 @@ fn a_file_above_the_limit_is_refused_by_path_and_size() {
 /// the server), then pushed and listed with it.
 #[test]
 fn every_catalogue_row_is_sensitive_refused_by_default_and_pushed_when_allowed() {
-    for rule in CATALOGUE {
-        let content = match rule.watch {
-            Watch::WholeFile => "changed\n".to_owned(),
-            Watch::Keys(keys) => toml_setting(keys[0]),
-        };
-        let mut job = Job::new(TreeLimits::default());
-        job.agent(
-            "mkdir -p \"$(dirname \"$EXAMPLE\")\"\nprintf '%s' \"$CONTENT\" >> \"$EXAMPLE\"",
-            &[("EXAMPLE", rule.example), ("CONTENT", &content)],
-        );
-        let expected = vec![format!("Sensitive {}", rule.example)];
-        let (report, outcome) = job.deliver(STRICT, MESSAGE);
-        assert_eq!(listed(&report), expected, "{}", rule.pattern);
-        assert_eq!(
-            outcome,
-            Outcome::Refused(RefusalReason::Sensitive),
-            "{}",
-            rule.pattern
-        );
-        assert!(!job.on_server(), "{}: pushed without leave", rule.pattern);
-        let (report, outcome) = job.deliver(ALLOW, MESSAGE);
-        assert_eq!(listed(&report), expected, "{}: listed", rule.pattern);
-        assert_eq!(outcome, Outcome::Pushed, "{}", rule.pattern);
-        assert!(job.on_server(), "{}: pushed when allowed", rule.pattern);
-        job.assert_no_canary_ran();
-    }
+    // Rows take turns on a few threads: each is a whole job.
+    let rows: Vec<&'static Rule> = CATALOGUE.iter().collect();
+    std::thread::scope(|scope| {
+        for chunk in rows.chunks(rows.len().div_ceil(4)) {
+            scope.spawn(move || chunk.iter().for_each(|rule| catalogue_row(rule)));
+        }
+    });
+}
+
+fn catalogue_row(rule: &Rule) {
+    let content = match rule.watch {
+        Watch::WholeFile => "changed\n".to_owned(),
+        Watch::Keys(keys) => toml_setting(keys[0]),
+    };
+    let mut job = Job::new(TreeLimits::default());
+    job.agent(
+        "mkdir -p \"$(dirname \"$EXAMPLE\")\"\nprintf '%s' \"$CONTENT\" >> \"$EXAMPLE\"",
+        &[("EXAMPLE", rule.example), ("CONTENT", &content)],
+    );
+    let expected = vec![format!("Sensitive {}", rule.example)];
+    let (report, outcome) = job.deliver(STRICT, MESSAGE);
+    assert_eq!(listed(&report), expected, "{}", rule.pattern);
+    assert_eq!(
+        outcome,
+        Outcome::Refused(RefusalReason::Sensitive),
+        "{}",
+        rule.pattern
+    );
+    assert!(!job.on_server(), "{}: pushed without leave", rule.pattern);
+    let (report, outcome) = job.deliver(ALLOW, MESSAGE);
+    assert_eq!(listed(&report), expected, "{}: listed", rule.pattern);
+    assert_eq!(outcome, Outcome::Pushed, "{}", rule.pattern);
+    assert!(job.on_server(), "{}: pushed when allowed", rule.pattern);
+    job.assert_no_canary_ran();
 }
 
 /// `a.b.c` as TOML that sets it: `[a.b]` then `c = "x"`.

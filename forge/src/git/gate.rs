@@ -48,11 +48,21 @@ pub struct Checks<'a> {
 /// What was too large to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Oversize {
-    File { path: String, bytes: u64, limit: u64 },
+    File {
+        path: String,
+        bytes: u64,
+        limit: u64,
+    },
     /// `more` files beyond those listed.
-    MoreFiles { more: usize },
-    Entries { limit: usize },
-    Recorded { limit: usize },
+    MoreFiles {
+        more: usize,
+    },
+    Entries {
+        limit: usize,
+    },
+    Recorded {
+        limit: usize,
+    },
 }
 
 impl fmt::Display for Oversize {
@@ -349,6 +359,10 @@ pub fn working_diff(repo: &Repository, limits: TreeLimits) -> Result<Diff<'_>, g
         .show_untracked_content(true)
         .include_typechange(true)
         .force_text(true)
-        .max_size(i64::try_from(limits.max_file_bytes).unwrap_or(i64::MAX).saturating_add(1));
+        .max_size(
+            i64::try_from(limits.max_file_bytes)
+                .unwrap_or(i64::MAX)
+                .saturating_add(1),
+        );
     repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))
 }

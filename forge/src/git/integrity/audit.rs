@@ -24,7 +24,12 @@ pub struct LeftOut {
 
 impl fmt::Display for LeftOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({}: git cannot hold it)", self.path, self.kind.describe())
+        write!(
+            f,
+            "{} ({}: git cannot hold it)",
+            self.path,
+            self.kind.describe()
+        )
     }
 }
 
@@ -75,16 +80,14 @@ pub fn audit(
         ignores,
         &mut budget,
         &mut |item| {
-            if item.rel.file_name().is_some_and(|n| n == ".gitignore") && item.kind != Kind::File
-            {
+            if item.rel.file_name().is_some_and(|n| n == ".gitignore") && item.kind != Kind::File {
                 audit.ignores_trusted = false;
             }
             match item.kind {
                 Kind::Special(kind) => {
                     // Not `remove_dir_all` or anything that follows: the
                     // name itself goes, whatever it is.
-                    std::fs::remove_file(item.path)
-                        .map_err(|e| SnapshotError::io(item.path, e))?;
+                    std::fs::remove_file(item.path).map_err(|e| SnapshotError::io(item.path, e))?;
                     if audit.left_out.len() < MAX_LISTED {
                         audit.left_out.push(LeftOut {
                             path: shown(item.rel),

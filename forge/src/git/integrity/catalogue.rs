@@ -352,11 +352,20 @@ pub static CATALOGUE: &[Rule] = &[
 
 /// Paths in the git directory: changed there, they are tamper.
 pub(crate) const GIT_INTERNAL: &[(&str, &str)] = &[
-    ("config", "git configuration: can name programs git runs and where it fetches"),
+    (
+        "config",
+        "git configuration: can name programs git runs and where it fetches",
+    ),
     ("hooks/**", "a git hook: code git runs"),
     ("info/**", "git's own files"),
-    ("objects/info/alternates", "points git at objects outside this repository"),
-    ("objects/info/http-alternates", "points git at objects outside this repository"),
+    (
+        "objects/info/alternates",
+        "points git at objects outside this repository",
+    ),
+    (
+        "objects/info/http-alternates",
+        "points git at objects outside this repository",
+    ),
     ("commondir", "points git at objects outside this repository"),
     ("modules/**", "a submodule's git directory"),
     ("worktrees/**", "another working tree's git directory"),
@@ -446,11 +455,9 @@ mod tests {
 
     #[test]
     fn the_documented_table_is_this_table() {
-        let docs = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../docs/security.md"
-        ))
-        .unwrap();
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/security.md"))
+                .unwrap();
         let start = "<!-- catalogue: start -->\n";
         let end = "<!-- catalogue: end -->";
         let table = docs
@@ -458,11 +465,11 @@ mod tests {
             .and_then(|(_, rest)| rest.split_once(end))
             .map(|(table, _)| table)
             .unwrap_or_else(|| {
-            panic!(
-                "docs/security.md holds the catalogue between its markers:\n{}",
-                markdown_table()
-            )
-        });
+                panic!(
+                    "docs/security.md holds the catalogue between its markers:\n{}",
+                    markdown_table()
+                )
+            });
         let documented: Vec<&str> = table.lines().filter(|l| !l.is_empty()).collect();
         let code = markdown_table();
         let coded: Vec<&str> = code.lines().collect();

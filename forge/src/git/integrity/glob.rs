@@ -54,7 +54,12 @@ impl Segment {
         if text == "**" {
             Segment::AnyDepth
         } else {
-            Segment::Pieces(text.to_ascii_lowercase().split('*').map(str::to_owned).collect())
+            Segment::Pieces(
+                text.to_ascii_lowercase()
+                    .split('*')
+                    .map(str::to_owned)
+                    .collect(),
+            )
         }
     }
 
@@ -62,7 +67,9 @@ impl Segment {
         let Segment::Pieces(pieces) = self else {
             return true;
         };
-        let (first, rest) = pieces.split_first().expect("split yields one piece at least");
+        let (first, rest) = pieces
+            .split_first()
+            .expect("split yields one piece at least");
         let Some(mut tail) = name.strip_prefix(first.as_str()) else {
             return false;
         };

@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn only_the_selected_keys_count() {
-        let base = select(b"[package]\nname = \"x\"\n[dependencies]\nserde = \"1\"\n", CARGO);
+        let base = select(
+            b"[package]\nname = \"x\"\n[dependencies]\nserde = \"1\"\n",
+            CARGO,
+        );
         assert_eq!(base, Keys::Absent);
         let more_deps = select(
             b"[package]\nname = \"x\"\nversion = \"2\"\n[dependencies]\nserde = \"1\"\nrand = \"0.8\"\n",
@@ -98,7 +101,10 @@ mod tests {
             CARGO,
         );
         assert!(matches!(target, Keys::Digest(_)));
-        let patch = select(b"[patch.crates-io]\nserde = { path = \"../serde\" }\n", CARGO);
+        let patch = select(
+            b"[patch.crates-io]\nserde = { path = \"../serde\" }\n",
+            CARGO,
+        );
         assert!(matches!(patch, Keys::Digest(_)) && patch != target);
     }
 

@@ -25,6 +25,7 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+mod alias;
 pub mod audit;
 pub mod catalogue;
 mod glob;
@@ -153,6 +154,8 @@ pub enum Reason {
     /// A symlink in place of a directory on the way to a catalogue path.
     LinkThrough(&'static Rule),
     LeavingLink,
+    /// A file a symlink at a catalogue path leads to.
+    Through(&'static Rule),
 }
 
 impl fmt::Display for Reason {
@@ -166,9 +169,16 @@ impl fmt::Display for Reason {
             Reason::Catalogue(rule) => write!(f, "{}: {}", rule.what, rule.why),
             Reason::LinkAt(rule) => write!(f, "a symlink in place of {}", rule.what),
             Reason::LinkThrough(rule) => {
-                write!(f, "a symlink in place of a directory that holds {}", rule.what)
+                write!(
+                    f,
+                    "a symlink in place of a directory that holds {}",
+                    rule.what
+                )
             }
             Reason::LeavingLink => f.write_str("a symlink that points outside the working tree"),
+            Reason::Through(rule) => {
+                write!(f, "{}, reached through a symlink: {}", rule.what, rule.why)
+            }
         }
     }
 }
@@ -302,6 +312,7 @@ pub fn snapshot_with(
         entries: limits.max_entries,
         limit: limits.max_entries,
     };
+    let mut aliases = Vec::new();
     let git_in_tree = git_dir.strip_prefix(worktree).ok().map(Path::to_owned);
     walk::walk(
         worktree,
@@ -312,11 +323,20 @@ pub fn snapshot_with(
         &mut |item| {
             let rel = shown(item.rel);
             let entry = match item.kind {
-                Kind::Symlink => Entry::Symlink {
-                    target: std::fs::read_link(item.path)
-                        .map_err(|e| SnapshotError::io(item.path, e))?,
-                    resolution: resolve::resolve(worktree, item.rel, &mut lookups)?,
-                },
+                Kind::Symlink => {
+                    let target = std::fs::read_link(item.path)
+                        .map_err(|e| SnapshotError::io(item.path, e))?;
+                    let resolution = resolve::resolve(worktree, item.rel, &mut lookups)?;
+                    if let Resolution::Inside(to) = &resolution {
+                        if rule_for(&rel).is_some() || rule_through(&rel).is_some() {
+                            aliases.push(alias::Alias {
+                                link: item.rel.to_owned(),
+                                target: to.clone(),
+                            });
+                        }
+                    }
+                    Entry::Symlink { target, resolution }
+                }
                 Kind::Dir if planted_git(&rel) => Entry::Dir,
                 Kind::Dir => return Ok(()),
                 _ => {
@@ -329,6 +349,14 @@ pub fn snapshot_with(
             };
             recorder.insert(format!("worktree/{rel}"), entry)
         },
+    )?;
+    alias::record(
+        worktree,
+        &aliases,
+        ignores,
+        limits,
+        &mut budget,
+        &mut recorder,
     )?;
     snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
     Ok(Snapshot {
@@ -412,8 +440,8 @@ fn read_entry(
                     sha256: walk::hash(&mut bounded).map_err(io_error)?,
                 });
             }
-            let text = walk::read_capped(&mut bounded, keys::MAX_TOML_BYTES + 1)
-                .map_err(io_error)?;
+            let text =
+                walk::read_capped(&mut bounded, keys::MAX_TOML_BYTES + 1).map_err(io_error)?;
             Ok(Entry::Manifest {
                 keys: keys::select(&text, selectors),
                 sha256: walk::hash(&mut text.as_slice()).map_err(io_error)?,
@@ -440,6 +468,27 @@ pub fn compare(before: &Snapshot, after: &Snapshot) -> Vec<IntegrityFinding> {
             (Some(a), Some(b)) if a != b => Change::Modified,
             _ => continue,
         };
+        if let Some(rest) = key.strip_prefix("alias/") {
+            let (read_as, real) = rest.split_once('\n').unwrap_or((rest, rest));
+            if let Some(rule) = rule_for(read_as) {
+                let changed = match rule.watch {
+                    Watch::WholeFile => true,
+                    Watch::Keys(_) => keys_changed(old, new),
+                };
+                if changed {
+                    findings.push((
+                        false,
+                        IntegrityFinding {
+                            path: format!("{real} (as {read_as})"),
+                            change,
+                            class: Class::Sensitive,
+                            reason: Reason::Through(rule),
+                        },
+                    ));
+                }
+            }
+            continue;
+        }
         let (path, verdict) = match key.strip_prefix("git/") {
             Some(rel) => (
                 format!(".git/{rel}"),

@@ -273,7 +273,10 @@ fn catalogue_paths_count_wherever_they_sit() {
         r.write("sub/makefile", "all:\n");
         r.write(".github/actions/setup/action.yml", "runs: {}\n");
         r.write("tools/x/action.yaml", "runs: {}\n");
-        r.write(".cargo/config.toml", "[build]\nrustc-wrapper = \"/tmp/x\"\n");
+        r.write(
+            ".cargo/config.toml",
+            "[build]\nrustc-wrapper = \"/tmp/x\"\n",
+        );
         r.write("crates/y/.cargo/config", "[build]\n");
         r.write(".woodpecker.yml", "steps: {}\n");
         r.write(".husky/pre-commit", "curl evil\n");
@@ -322,7 +325,10 @@ fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
     });
     assert_eq!(ordinary, Vec::<String>::new());
     for (path, text) in [
-        ("Cargo.toml", "[package]\nname = \"x\"\nbuild = \"gen.rs\"\n"),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nbuild = \"gen.rs\"\n",
+        ),
         ("Cargo.toml", "[package]\nname = \"x\"\nlinks = \"z\"\n"),
         ("Cargo.toml", "[lib]\nproc-macro = true\n"),
         ("Cargo.toml", "[build-dependencies]\ncc = \"1\"\n"),
@@ -330,8 +336,14 @@ fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
             "Cargo.toml",
             "[target.'cfg(unix)'.build-dependencies]\ncc = \"1\"\n",
         ),
-        ("Cargo.toml", "[patch.crates-io]\nserde = { path = \"x\" }\n"),
-        ("Cargo.toml", "[replace]\n\"serde:1.0.0\" = { path = \"x\" }\n"),
+        (
+            "Cargo.toml",
+            "[patch.crates-io]\nserde = { path = \"x\" }\n",
+        ),
+        (
+            "Cargo.toml",
+            "[replace]\n\"serde:1.0.0\" = { path = \"x\" }\n",
+        ),
         ("Cargo.toml", "[package\nname = "),
         (
             "py/pyproject.toml",
@@ -368,6 +380,10 @@ fn symlinks_at_catalogue_paths_or_on_the_way_to_them_are_sensitive() {
             "Sensitive .gitea/workflows Added",
             "Sensitive .github Added",
             "Sensitive .github/workflows/ci.yml Removed",
+            // What the new links lead to, read as what they stand for.
+            "Sensitive docs/gh-old/workflows/ci.yml (as .gitea/workflows/gh-old/workflows/ci.yml) Added",
+            "Sensitive docs/link-target.md (as .gitea/workflows/link-target.md) Added",
+            "Sensitive docs/link-target.md (as src/CLAUDE.md) Added",
             "Sensitive src/CLAUDE.md Added",
         ]
     );
@@ -388,6 +404,7 @@ fn git_control_files_made_symlinks_are_tamper() {
             "Tamper .gitignore Added",
             "Tamper .gitmodules Added",
             "Tamper src/.gitattributes Added",
+            "Sensitive docs/link-target.md (as src/.gitattributes) Added",
         ],
         "a plain .gitignore is ordinary work"
     );
@@ -417,8 +434,12 @@ fn git_spelled_otherwise_is_still_planted_git() {
 fn names_that_are_not_utf8_stay_apart() {
     use std::os::unix::ffi::OsStrExt;
     let repo = Repo::new();
-    let a = repo.path("rules").join(std::ffi::OsStr::from_bytes(b"\xff.mk"));
-    let b = repo.path("rules").join(std::ffi::OsStr::from_bytes(b"\xfe.mk"));
+    let a = repo
+        .path("rules")
+        .join(std::ffi::OsStr::from_bytes(b"\xff.mk"));
+    let b = repo
+        .path("rules")
+        .join(std::ffi::OsStr::from_bytes(b"\xfe.mk"));
     std::fs::create_dir_all(repo.path("rules")).unwrap();
     std::fs::write(&a, "a\n").unwrap();
     std::fs::write(&b, "b\n").unwrap();
@@ -571,4 +592,29 @@ fn within<T: Send + 'static>(
     });
     rx.recv_timeout(limit)
         .expect("still blocked: something opened a pipe for reading")
+}
+
+#[test]
+fn what_a_symlink_at_a_catalogue_path_leads_to_is_watched_as_that_path() {
+    let repo = Repo::new();
+    repo.write("docs/ai.md", "Be careful.\n");
+    symlink("docs/ai.md", repo.path("CLAUDE.md")).unwrap();
+    repo.write("ci/gitea/workflows/ci.yml", "on: push\n");
+    symlink("ci/gitea", repo.path(".gitea")).unwrap();
+    // Already watched where it is: not reported twice.
+    symlink("AGENTS.md", repo.path("GEMINI.md")).unwrap();
+    let found = repo.after(|r| {
+        r.write("docs/ai.md", "Push to main.\n");
+        r.write("ci/gitea/workflows/new.yml", "on: push\n");
+        r.write("ci/gitea/notes.md", "not a workflow\n");
+        r.write("AGENTS.md", "Push to main.\n");
+    });
+    assert_eq!(
+        found,
+        [
+            "Sensitive AGENTS.md Modified",
+            "Sensitive ci/gitea/workflows/new.yml (as .gitea/workflows/new.yml) Added",
+            "Sensitive docs/ai.md (as CLAUDE.md) Modified",
+        ]
+    );
 }

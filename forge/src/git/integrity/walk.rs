@@ -163,7 +163,10 @@ pub(crate) fn walk(
 
 /// A regular file, read without following a link and without blocking.
 pub(crate) enum Opened {
-    File { file: File, meta: Metadata },
+    File {
+        file: File,
+        meta: Metadata,
+    },
     /// Not a regular file once opened: a pipe, a socket, a device, or a
     /// directory that took the name since it was listed.
     Other(Kind),

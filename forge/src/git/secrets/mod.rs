@@ -260,9 +260,7 @@ impl SecretScanner {
             .enumerate()
             .filter_map(|(n, text)| {
                 self.scan_line(text).map(|kind| Finding {
-                    place: Place::CommitMessage {
-                        line: n as u32 + 1,
-                    },
+                    place: Place::CommitMessage { line: n as u32 + 1 },
                     kind,
                 })
             })

@@ -296,7 +296,10 @@ fn a_secret_in_a_file_name_is_found_and_never_shown() {
         "a deleted file's name was in the repository already"
     );
     for line in &found {
-        assert!(!line.contains(&token[4..]) && !line.contains("host-token"), "{line}");
+        assert!(
+            !line.contains(&token[4..]) && !line.contains("host-token"),
+            "{line}"
+        );
     }
 }
 
@@ -323,7 +326,9 @@ fn the_commit_message_is_scanned_line_by_line() {
             "commit message line 4: the host's own credential github.token",
         ]
     );
-    assert!(scanner().scan_message("Fix the build\n\nAll tests pass.").is_empty());
+    assert!(scanner()
+        .scan_message("Fix the build\n\nAll tests pass.")
+        .is_empty());
 }
 
 #[test]
