@@ -451,6 +451,12 @@ catalogue! {
         "mkdir -p \"$HOST_GIT_DIR/info\"\necho '* filter=evil' > \"$HOST_GIT_DIR/info/attributes\"",
         &["Tamper .git/info/attributes"],
     );
+    // libgit2 reads info/exclude to say what is ignored: a pipe there
+    // would block it, so the git directory is checked before anything asks.
+    a_pipe_in_the_git_directory_is_tamper_and_blocks_nothing: tamper(
+        "mkdir -p \"$HOST_GIT_DIR/info\" new\necho x > new/file\nrm -f \"$HOST_GIT_DIR/info/exclude\"\nmkfifo \"$HOST_GIT_DIR/info/exclude\"",
+        &["Tamper .git/info/exclude"],
+    );
     alternates_pointing_elsewhere_are_tamper: tamper(
         "mkdir -p \"$HOST_GIT_DIR/objects/info\"\necho /var/lib/other-repo.git/objects > \"$HOST_GIT_DIR/objects/info/alternates\"",
         &["Tamper .git/objects/info/alternates"],

@@ -41,7 +41,7 @@ pub fn failed(reason: &str, explanation: &str) -> String {
     let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
     // The gate's findings say what to look at (file and line, never a
     // secret's value); other reasons' details stay in the job's record.
-    if matches!(reason, "tamper" | "secret" | "sensitive") {
+    if matches!(reason, "tamper" | "too_large" | "secret" | "sensitive") {
         let findings: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).take(20).collect();
         if !findings.is_empty() {
             out.push('\n');

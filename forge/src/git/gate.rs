@@ -238,6 +238,17 @@ pub fn check(
 ) -> Result<Result<Cleared, Refusal>, GateError> {
     let (tree, git_dir) = locations(repo)?;
     let limits = checks.before.limits();
+    let refuse = |reason, report| Ok(Err(Refusal { reason, report }));
+    // The git directory first: asking libgit2 what is ignored reads it.
+    let git_now = integrity::snapshot_git(&git_dir, limits)?;
+    let tampered = integrity::compare(&checks.before.git_only(), &git_now);
+    if !tampered.is_empty() {
+        let report = GateReport {
+            integrity: tampered,
+            ..GateReport::default()
+        };
+        return refuse(RefusalReason::Tamper, report);
+    }
     let ignores = GitIgnores::new(repo)?;
     let mut audit = integrity::audit(&tree, &git_dir, limits, &ignores)?;
     audit.left_out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -246,7 +257,6 @@ pub fn check(
         left_out_more: audit.left_out_more,
         ..GateReport::default()
     };
-    let refuse = |reason, report| Ok(Err(Refusal { reason, report }));
     if let Some(limit) = audit.too_many_entries {
         report.too_large.push(Oversize::Entries { limit });
         return refuse(RefusalReason::TooLarge, report);

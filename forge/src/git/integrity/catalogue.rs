@@ -367,6 +367,8 @@ pub(crate) const GIT_INTERNAL: &[(&str, &str)] = &[
         "points git at objects outside this repository",
     ),
     ("commondir", "points git at objects outside this repository"),
+    ("HEAD", "what the host's commit is made on"),
+    ("index", "what the host commits"),
     ("modules/**", "a submodule's git directory"),
     ("worktrees/**", "another working tree's git directory"),
 ];

@@ -125,6 +125,19 @@ impl Snapshot {
     pub fn limits(&self) -> TreeLimits {
         self.limits
     }
+
+    /// Only what was recorded of the git directory.
+    pub fn git_only(&self) -> Snapshot {
+        Snapshot {
+            entries: self
+                .entries
+                .iter()
+                .filter(|(key, _)| key.starts_with("git/"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            limits: self.limits,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -257,6 +270,8 @@ pub(crate) fn planted_git(rel: &str) -> bool {
 const GIT_FILES: &[&str] = &[
     "config",
     "commondir",
+    "HEAD",
+    "index",
     "objects",
     "objects/info",
     "objects/info/alternates",
@@ -358,6 +373,26 @@ pub fn snapshot_with(
         &mut budget,
         &mut recorder,
     )?;
+    snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
+    Ok(Snapshot {
+        entries: recorder.entries,
+        limits,
+    })
+}
+
+/// Takes the snapshot of the git directory alone: libgit2 reads some of
+/// it (`info/exclude`, `config`) as soon as it is asked what is ignored,
+/// so it is checked before anything asks.
+pub fn snapshot_git(git_dir: &Path, limits: TreeLimits) -> Result<Snapshot, SnapshotError> {
+    let mut budget = Budget {
+        entries: limits.max_entries,
+        limit: limits.max_entries,
+    };
+    let mut recorder = Recorder {
+        entries: BTreeMap::new(),
+        room: limits.max_recorded,
+        limit: limits.max_recorded,
+    };
     snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
     Ok(Snapshot {
         entries: recorder.entries,
