@@ -897,3 +897,30 @@ fn toml_setting(key: &str) -> String {
         None => format!("{key} = \"x\"\n"),
     }
 }
+
+/// A path the agent names with a secret in it is masked wherever the
+/// report shows it, whatever the verdict.
+#[test]
+fn a_secret_in_any_reported_path_is_masked() {
+    run(Case {
+        script: "echo 'on: push' > \".github/workflows/$TOKEN.yml\"",
+        policy: ALLOW,
+        findings: vec![
+            "Sensitive .github/workflows/[secret].yml",
+            "Secret file name .github/workflows/[secret].yml",
+        ],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    });
+    run(Case {
+        script: "mkdir -p .git && echo x > \".git/$TOKEN\"",
+        policy: ALLOW,
+        findings: vec!["Tamper .git/[secret]"],
+        outcome: Outcome::Refused(RefusalReason::Tamper),
+    });
+    run(Case {
+        script: "mkfifo \"pipe-$TOKEN\"\necho notes > notes.md",
+        policy: STRICT,
+        findings: vec!["LeftOut pipe-[secret]"],
+        outcome: Outcome::Pushed,
+    });
+}

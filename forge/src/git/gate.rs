@@ -23,8 +23,7 @@ use std::path::{Path, PathBuf};
 use git2::{Diff, DiffOptions, Index, Repository};
 
 use super::integrity::{
-    self, audit::LargeFile, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError,
-    TreeLimits,
+    self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
 use super::secrets::{Finding, ScanError, SecretScanner};
 
@@ -236,78 +235,92 @@ pub fn check(
     checks: &Checks<'_>,
     message: &str,
 ) -> Result<Result<Cleared, Refusal>, GateError> {
+    let mut report = GateReport::default();
+    let reason = decide(repo, checks, message, &mut report)?;
+    // The agent chose the paths: one that holds a secret is not shown
+    // whole, whatever the verdict.
+    mask_paths(&mut report, checks.scanner);
+    Ok(match reason {
+        Some(reason) => Err(Refusal { reason, report }),
+        None => Ok(Cleared { report }),
+    })
+}
+
+/// The steps of [`check`], in order; the first refusal ends them.
+fn decide(
+    repo: &Repository,
+    checks: &Checks<'_>,
+    message: &str,
+    report: &mut GateReport,
+) -> Result<Option<RefusalReason>, GateError> {
     let (tree, git_dir) = locations(repo)?;
     let limits = checks.before.limits();
-    let refuse = |reason, report| Ok(Err(Refusal { reason, report }));
     // The git directory first: asking libgit2 what is ignored reads it.
     let git_now = integrity::snapshot_git(&git_dir, limits)?;
-    let tampered = integrity::compare(&checks.before.git_only(), &git_now);
-    if !tampered.is_empty() {
-        let report = GateReport {
-            integrity: tampered,
-            ..GateReport::default()
-        };
-        return refuse(RefusalReason::Tamper, report);
+    report.integrity = integrity::compare(&checks.before.git_only(), &git_now);
+    if !report.integrity.is_empty() {
+        return Ok(Some(RefusalReason::Tamper));
     }
     let ignores = GitIgnores::new(repo)?;
     let mut audit = integrity::audit(&tree, &git_dir, limits, &ignores)?;
     audit.left_out.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut report = GateReport {
-        left_out: audit.left_out,
-        left_out_more: audit.left_out_more,
-        ..GateReport::default()
-    };
+    report.left_out = std::mem::take(&mut audit.left_out);
+    report.left_out_more = audit.left_out_more;
     if let Some(limit) = audit.too_many_entries {
         report.too_large.push(Oversize::Entries { limit });
-        return refuse(RefusalReason::TooLarge, report);
+        return Ok(Some(RefusalReason::TooLarge));
     }
     let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {
         Ok(after) => after,
         Err(SnapshotError::TooManyEntries { limit }) => {
             report.too_large.push(Oversize::Entries { limit });
-            return refuse(RefusalReason::TooLarge, report);
+            return Ok(Some(RefusalReason::TooLarge));
         }
         Err(SnapshotError::TooManyRecorded { limit }) => {
             report.too_large.push(Oversize::Recorded { limit });
-            return refuse(RefusalReason::TooLarge, report);
+            return Ok(Some(RefusalReason::TooLarge));
         }
         Err(other) => return Err(other.into()),
     };
     report.integrity = integrity::compare(checks.before, &after);
     // A tampered git directory is not read any further, not even to diff.
     if report.tamper().next().is_some() {
-        return refuse(RefusalReason::Tamper, report);
+        return Ok(Some(RefusalReason::Tamper));
     }
-    report.too_large = large_files(&ignores, audit.ignores_trusted, &audit.large, limits);
-    if audit.large_more > 0 {
-        report.too_large.push(Oversize::MoreFiles {
-            more: audit.large_more,
-        });
-    }
+    report.too_large = large_files(&ignores, &audit, limits);
     if !report.too_large.is_empty() {
-        return refuse(RefusalReason::TooLarge, report);
+        return Ok(Some(RefusalReason::TooLarge));
     }
     report.secrets = checks.scanner.scan_diff(&working_diff(repo, limits)?)?;
     report.secrets.extend(checks.scanner.scan_message(message));
     if !report.secrets.is_empty() {
-        return refuse(RefusalReason::Secret, report);
+        return Ok(Some(RefusalReason::Secret));
     }
-    if report.sensitive().next().is_some() && !checks.policy.allow_sensitive {
-        return refuse(RefusalReason::Sensitive, report);
+    let refused = report.sensitive().next().is_some() && !checks.policy.allow_sensitive;
+    Ok(refused.then_some(RefusalReason::Sensitive))
+}
+
+fn mask_paths(report: &mut GateReport, scanner: &SecretScanner) {
+    let mask = |path: &mut String| {
+        if let Some(masked) = scanner.masked(path) {
+            *path = masked;
+        }
+    };
+    report.integrity.iter_mut().for_each(|f| mask(&mut f.path));
+    report.left_out.iter_mut().for_each(|l| mask(&mut l.path));
+    for oversize in &mut report.too_large {
+        if let Oversize::File { path, .. } = oversize {
+            mask(path);
+        }
     }
-    Ok(Ok(Cleared { report }))
 }
 
 /// Of the files above the limit, those git would read: not one it
 /// ignores and does not track, nor one it tracks at that very size (what
 /// the repository already held, unless at a watched path).
-fn large_files(
-    ignores: &GitIgnores<'_>,
-    trusted: bool,
-    large: &[LargeFile],
-    limits: TreeLimits,
-) -> Vec<Oversize> {
-    large
+fn large_files(ignores: &GitIgnores<'_>, audit: &Audit, limits: TreeLimits) -> Vec<Oversize> {
+    let mut found: Vec<Oversize> = audit
+        .large
         .iter()
         .filter(|file| {
             let rel = integrity::shown(&file.rel);
@@ -317,7 +330,11 @@ fn large_files(
                         || file.bytes > u64::from(u32::MAX)
                         || u64::from(entry.file_size) != file.bytes
                 }
-                None => !(trusted && ignores.repo.is_path_ignored(&file.rel).unwrap_or(false)),
+                None => {
+                    let ignored = audit.ignores_trusted
+                        && ignores.repo.is_path_ignored(&file.rel).unwrap_or(false);
+                    !ignored
+                }
             }
         })
         .map(|file| Oversize::File {
@@ -325,7 +342,14 @@ fn large_files(
             bytes: file.bytes,
             limit: limits.max_file_bytes,
         })
-        .collect()
+        .collect();
+    if audit.large_more > 0 {
+        // Not looked at one by one: counted, and refused.
+        found.push(Oversize::MoreFiles {
+            more: audit.large_more,
+        });
+    }
+    found
 }
 
 /// What git never looks into: a directory it ignores that holds nothing

@@ -148,6 +148,9 @@ static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
 /// random hex near 4).
 const ENTROPY_THRESHOLD: f64 = 3.7;
 
+/// What is shown of a text whose secret could not be masked out of it.
+const WITHHELD: &str = "(withheld: it holds what looks like a secret)";
+
 /// Host secrets shorter than this are not searched for: they would match
 /// ordinary text.
 const MIN_HOST_SECRET_LEN: usize = 8;
@@ -204,17 +207,20 @@ impl SecretScanner {
             }
             let mut masked_new = None;
             for path in paths {
-                let text = String::from_utf8_lossy(path);
-                if let Some(kind) = self.scan_line(&text) {
-                    let file = self.masked(&text);
-                    if path == new {
-                        masked_new = Some(file.clone());
-                    }
-                    state.findings.push(Finding {
-                        place: Place::FileName { file },
-                        kind,
-                    });
+                let Some(kind) = self.scan_line(&String::from_utf8_lossy(path)) else {
+                    continue;
+                };
+                // Shown escaped, as every path is, and masked in that form.
+                let file = self
+                    .masked(&super::integrity::shown(Path::new(bytes_os(path))))
+                    .unwrap_or_else(|| WITHHELD.to_owned());
+                if path == new {
+                    masked_new = Some(file.clone());
                 }
+                state.findings.push(Finding {
+                    place: Place::FileName { file },
+                    kind,
+                });
             }
             state.file =
                 masked_new.unwrap_or_else(|| super::integrity::shown(Path::new(bytes_os(new))));
@@ -268,9 +274,10 @@ impl SecretScanner {
     }
 
     /// `text` with every secret found in it replaced, for showing a path
-    /// that holds one. Should anything still look like a secret after
-    /// that, nothing of it is shown.
-    fn masked(&self, text: &str) -> String {
+    /// that holds one; `None` when it holds none. Should anything still
+    /// look like a secret after that, nothing of it is shown.
+    pub fn masked(&self, text: &str) -> Option<String> {
+        self.scan_line(text)?;
         let mut spans: Vec<Range<usize>> = Vec::new();
         for (_, secret) in &self.host_secrets {
             let secret = secret.expose_secret();
@@ -297,9 +304,9 @@ impl SecretScanner {
         }
         out.push_str(&text[at..]);
         if self.scan_line(&out).is_some() {
-            return "(withheld: it holds what looks like a secret)".to_owned();
+            return Some(WITHHELD.to_owned());
         }
-        super::integrity::shown(Path::new(&out))
+        Some(out)
     }
 
     /// The first kind of secret on one line, if any.
