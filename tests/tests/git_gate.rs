@@ -924,3 +924,40 @@ fn a_secret_in_any_reported_path_is_masked() {
         outcome: Outcome::Pushed,
     });
 }
+
+/// A file the checkout already held above the limit is not the agent's
+/// doing: left alone, it does not count, unless it sits at a watched
+/// path (above the limit, it is not hashed, so a change of the same size
+/// would not show).
+#[test]
+fn what_the_repository_already_held_above_the_limit_counts_only_when_watched() {
+    let limits = TreeLimits {
+        // src/lib.rs (30 bytes) and .gitmodules (78) are above it.
+        max_file_bytes: 25,
+        ..TreeLimits::default()
+    };
+    run_with(
+        Case {
+            script: "echo notes > notes.md",
+            policy: ALLOW,
+            findings: vec!["TooLarge .gitmodules 78"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits,
+            ..Extra::default()
+        },
+    );
+    run_with(
+        Case {
+            script: "echo '// more' >> src/lib.rs",
+            policy: ALLOW,
+            findings: vec!["TooLarge .gitmodules 78", "TooLarge src/lib.rs 38"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits,
+            ..Extra::default()
+        },
+    );
+}

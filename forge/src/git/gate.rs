@@ -67,10 +67,9 @@ pub enum Oversize {
 impl fmt::Display for Oversize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Oversize::File { path, bytes, limit } => write!(
-                f,
-                "{path}: {bytes} bytes, above the limit of {limit} bytes (`git.max_file_mib`)"
-            ),
+            Oversize::File { path, bytes, limit } => {
+                write!(f, "{path}: {bytes} bytes, above the limit of {limit} bytes")
+            }
             Oversize::MoreFiles { more } => write!(f, "and {more} more files above the limit"),
             Oversize::Entries { limit } => {
                 write!(f, "the working tree holds more than {limit} entries")
@@ -343,6 +342,7 @@ fn large_files(ignores: &GitIgnores<'_>, audit: &Audit, limits: TreeLimits) -> V
             limit: limits.max_file_bytes,
         })
         .collect();
+    found.sort_by_key(ToString::to_string);
     if audit.large_more > 0 {
         // Not looked at one by one: counted, and refused.
         found.push(Oversize::MoreFiles {

@@ -64,10 +64,7 @@ pub fn audit(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Audit, SnapshotError> {
-    let mut budget = Budget {
-        entries: limits.max_entries,
-        limit: limits.max_entries,
-    };
+    let mut budget = Budget::new(limits.max_entries);
     let git_in_tree = git_dir.strip_prefix(tree).ok().map(Path::to_owned);
     let mut audit = Audit {
         ignores_trusted: true,

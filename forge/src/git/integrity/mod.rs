@@ -286,6 +286,14 @@ struct Recorder {
 }
 
 impl Recorder {
+    fn new(limit: usize) -> Recorder {
+        Recorder {
+            entries: BTreeMap::new(),
+            room: limit,
+            limit,
+        }
+    }
+
     fn insert(&mut self, key: String, entry: Entry) -> Result<(), SnapshotError> {
         if self.room == 0 {
             return Err(SnapshotError::TooManyRecorded { limit: self.limit });
@@ -313,20 +321,10 @@ pub fn snapshot_with(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget {
-        entries: limits.max_entries,
-        limit: limits.max_entries,
-    };
-    let mut recorder = Recorder {
-        entries: BTreeMap::new(),
-        room: limits.max_recorded,
-        limit: limits.max_recorded,
-    };
+    let mut budget = Budget::new(limits.max_entries);
+    let mut recorder = Recorder::new(limits.max_recorded);
     // Symlink lookups have a budget of their own: the walk's is lent out.
-    let mut lookups = Budget {
-        entries: limits.max_entries,
-        limit: limits.max_entries,
-    };
+    let mut lookups = Budget::new(limits.max_entries);
     let mut aliases = Vec::new();
     let git_in_tree = git_dir.strip_prefix(worktree).ok().map(Path::to_owned);
     walk::walk(
@@ -384,15 +382,8 @@ pub fn snapshot_with(
 /// it (`info/exclude`, `config`) as soon as it is asked what is ignored,
 /// so it is checked before anything asks.
 pub fn snapshot_git(git_dir: &Path, limits: TreeLimits) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget {
-        entries: limits.max_entries,
-        limit: limits.max_entries,
-    };
-    let mut recorder = Recorder {
-        entries: BTreeMap::new(),
-        room: limits.max_recorded,
-        limit: limits.max_recorded,
-    };
+    let mut budget = Budget::new(limits.max_entries);
+    let mut recorder = Recorder::new(limits.max_recorded);
     snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
     Ok(Snapshot {
         entries: recorder.entries,

@@ -117,10 +117,7 @@ mod tests {
     }
 
     fn at(dir: &tempfile::TempDir, rel: &str) -> Resolution {
-        let mut budget = Budget {
-            entries: 10_000,
-            limit: 10_000,
-        };
+        let mut budget = Budget::new(10_000);
         resolve(dir.path(), Path::new(rel), &mut budget).unwrap()
     }
 

@@ -86,6 +86,13 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget {
+            entries: limit,
+            limit,
+        }
+    }
+
     pub(crate) fn take(&mut self) -> Result<(), SnapshotError> {
         if self.entries == 0 {
             return Err(SnapshotError::TooManyEntries { limit: self.limit });
