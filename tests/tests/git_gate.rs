@@ -11,16 +11,23 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
+use forgehand_forge::git::integrity::{Rule, Watch, CATALOGUE};
 use forgehand_forge::git::{
     deliver, transport, BotIdentity, Checks, CommitRequest, Credentials, DeliverError, GatePolicy,
-    MirrorCache, PushRequest, RefusalReason, SecretScanner,
+    GateReport, MirrorCache, Oversize, PushRequest, RefusalReason, SecretScanner, Snapshot,
+    TreeLimits,
 };
 use forgehand_tests::git_http::GitHttpServer;
 use secrecy::SecretString;
 
 const TOKEN: &str = "gitea-host-token-0123456789abcdef";
+/// Another of the host's credentials, in no token format: found only
+/// because the scanner knows its value.
+const MODEL_KEY: &str = "model-api-key-host-0123456789";
 const BRANCH: &str = "forgehand/8-gate";
+const MESSAGE: &str = "The agent's work";
 
 /// The repository every test starts from: one file of each watched kind.
 const FILES: &[(&str, &str)] = &[
@@ -55,9 +62,27 @@ struct Case {
     /// The agent: runs in the working tree with `sh -e`.
     script: &'static str,
     policy: GatePolicy,
-    /// Findings as `class path`, in the gate's order.
+    /// Findings as `class path`, in the gate's order (see [`listed`]).
     findings: Vec<&'static str>,
     outcome: Outcome,
+}
+
+/// What a few cases change about the job.
+struct Extra {
+    message: &'static str,
+    limits: TreeLimits,
+    /// Runs on the tree after the script: what a shell cannot make.
+    then: fn(&Path),
+}
+
+impl Default for Extra {
+    fn default() -> Self {
+        Extra {
+            message: MESSAGE,
+            limits: TreeLimits::default(),
+            then: |_| {},
+        }
+    }
 }
 
 fn bot() -> BotIdentity {
@@ -74,125 +99,249 @@ fn credentials() -> Credentials {
     }
 }
 
-/// Commits [`FILES`] to `main` of the served repository.
-fn seed(url: &str, dir: &Path) {
-    forgehand_tests::project::push_files(dir, FILES, "seed", url, &credentials());
+/// A job's working copy of a repository served over smart HTTP, seeded
+/// with [`FILES`], and the snapshot taken before the agent.
+struct Job {
+    _runtime: tokio::runtime::Runtime,
+    _root: tempfile::TempDir,
+    server: GitHttpServer,
+    url: String,
+    work: tempfile::TempDir,
+    tree: PathBuf,
+    repo: Option<git2::Repository>,
+    before: Snapshot,
 }
 
-fn run(case: Case) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let root = tempfile::tempdir().unwrap();
-    git2::Repository::init_opts(
-        root.path().join("demo.git"),
-        git2::RepositoryInitOptions::new()
-            .bare(true)
-            .initial_head("main"),
-    )
-    .unwrap();
-    let server = runtime
-        .block_on(GitHttpServer::start(root.path(), "bot", TOKEN))
+impl Job {
+    fn new(limits: TreeLimits) -> Job {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        git2::Repository::init_opts(
+            root.path().join("demo.git"),
+            git2::RepositoryInitOptions::new()
+                .bare(true)
+                .initial_head("main"),
+        )
         .unwrap();
-    let url = format!("{}/demo.git", server.base_url);
-    let work = tempfile::tempdir().unwrap();
-    seed(&url, &work.path().join("seed"));
-
-    let mirror = MirrorCache::new(work.path().join("cache"))
-        .update("gitea/acme/demo", &url, &credentials())
-        .unwrap();
-    let (tree, git_dir) = (work.path().join("job"), work.path().join("job.git"));
-    let repo = mirror
-        .working_copy(&tree, &git_dir, "main", BRANCH)
-        .unwrap();
-    drop(mirror);
-    let before = forgehand_forge::git::gate::before(&repo).unwrap();
-
-    let canaries = work.path().join("canaries");
-    std::fs::create_dir(&canaries).unwrap();
-    let status = Command::new("sh")
-        .arg("-ec")
-        .arg(case.script)
-        .current_dir(&tree)
-        .env("HOST_GIT_DIR", &git_dir)
-        .env("CANARY", canary_command(&canaries))
-        .env("CANARIES", &canaries)
-        .env("TOKEN", TOKEN)
-        .status()
-        .unwrap();
-    assert!(status.success(), "the agent's script failed");
-
-    let scanner = SecretScanner::new([("gitea.token".to_owned(), SecretString::from(TOKEN))]);
-    let result = deliver(
-        &repo,
-        Checks {
-            before: &before,
-            scanner: &scanner,
-            policy: case.policy,
-        },
-        &bot(),
-        &CommitRequest {
-            message: "The agent's work",
-            co_author: None,
-            job: 8,
-        },
-        Some((
-            &PushRequest {
-                url: &url,
-                branch: BRANCH,
-                default_branch: "main",
-                prefix: "forgehand/",
-                expected: None,
-            },
+        let server = runtime
+            .block_on(GitHttpServer::start(root.path(), "bot", TOKEN))
+            .unwrap();
+        let url = format!("{}/demo.git", server.base_url);
+        let work = tempfile::tempdir().unwrap();
+        forgehand_tests::project::push_files(
+            &work.path().join("seed"),
+            FILES,
+            "seed",
+            &url,
             &credentials(),
-        )),
-    );
+        );
+        let mirror = MirrorCache::new(work.path().join("cache"))
+            .update("gitea/acme/demo", &url, &credentials())
+            .unwrap();
+        let (tree, git_dir) = (work.path().join("job"), work.path().join("job.git"));
+        let repo = mirror
+            .working_copy(&tree, &git_dir, "main", BRANCH)
+            .unwrap();
+        drop(mirror);
+        let before = forgehand_forge::git::gate::before(&repo, limits).unwrap();
+        std::fs::create_dir(work.path().join("canaries")).unwrap();
+        Job {
+            _runtime: runtime,
+            _root: root,
+            server,
+            url,
+            tree,
+            repo: Some(repo),
+            before,
+            work,
+        }
+    }
 
-    let (report, outcome) = match result {
-        Ok(delivery) => {
-            assert!(
-                delivery.pushed,
-                "the agent's change was committed and pushed"
-            );
-            (delivery.cleared.report, Outcome::Pushed)
+    fn canaries(&self) -> PathBuf {
+        self.work.path().join("canaries")
+    }
+
+    /// Plays the agent: `script` in the tree, with `sh -e`.
+    fn agent(&self, script: &str, env: &[(&str, &str)]) {
+        let status = Command::new("sh")
+            .arg("-ec")
+            .arg(script)
+            .current_dir(&self.tree)
+            .env("HOST_GIT_DIR", self.work.path().join("job.git"))
+            .env("CANARY", canary_command(&self.canaries()))
+            .env("CANARIES", self.canaries())
+            .env("TOKEN", TOKEN)
+            .env("MODEL_KEY", MODEL_KEY)
+            .envs(env.iter().copied())
+            .status()
+            .unwrap();
+        assert!(status.success(), "the agent's script failed");
+    }
+
+    /// Gates, commits and pushes as a job does; a gate that blocks fails
+    /// the test instead of hanging it.
+    fn deliver(&mut self, policy: GatePolicy, message: &'static str) -> (GateReport, Outcome) {
+        let repo = self.repo.take().expect("the working copy");
+        let (before, url) = (self.before.clone(), self.url.clone());
+        let (repo, result) = within(Duration::from_secs(60), move || {
+            let scanner = SecretScanner::new([
+                ("gitea.token".to_owned(), SecretString::from(TOKEN)),
+                ("model.api_key".to_owned(), SecretString::from(MODEL_KEY)),
+            ]);
+            let result = deliver(
+                &repo,
+                Checks {
+                    before: &before,
+                    scanner: &scanner,
+                    policy,
+                },
+                &bot(),
+                &CommitRequest {
+                    message,
+                    co_author: None,
+                    job: 8,
+                },
+                Some((
+                    &PushRequest {
+                        url: &url,
+                        branch: BRANCH,
+                        default_branch: "main",
+                        prefix: "forgehand/",
+                        expected: None,
+                    },
+                    &credentials(),
+                )),
+            )
+            .map(|delivery| (delivery.pushed, delivery.cleared.report));
+            (repo, result)
+        });
+        self.repo = Some(repo);
+        match result {
+            Ok((pushed, report)) => {
+                assert!(pushed, "the agent's change was committed and pushed");
+                (report, Outcome::Pushed)
+            }
+            Err(DeliverError::Refused(refusal)) => {
+                let text = refusal.to_string();
+                for secret in [TOKEN, MODEL_KEY] {
+                    assert!(
+                        !text.contains(secret),
+                        "a refusal never shows the secret: {text}"
+                    );
+                }
+                (refusal.report, Outcome::Refused(refusal.reason))
+            }
+            Err(other) => panic!("the gate failed instead of deciding: {other}"),
         }
-        Err(DeliverError::Refused(refusal)) => {
-            let text = refusal.to_string();
-            assert!(
-                !text.contains(TOKEN),
-                "a refusal never shows the secret: {text}"
-            );
-            (refusal.report, Outcome::Refused(refusal.reason))
-        }
-        Err(other) => panic!("the gate failed instead of deciding: {other}"),
-    };
+    }
+
+    fn on_server(&self) -> bool {
+        transport::remote_heads(&self.url, &credentials())
+            .unwrap()
+            .into_iter()
+            .any(|(name, _)| name == format!("refs/heads/{BRANCH}"))
+    }
+
+    fn assert_no_canary_ran(&self) {
+        let ran: Vec<PathBuf> = std::fs::read_dir(self.canaries())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(ran.is_empty(), "canaries ran on the host: {ran:?}");
+    }
+}
+
+/// The report as `class path` lines: integrity findings, then what was
+/// too large, then secrets by place, then what was left out.
+fn listed(report: &GateReport) -> Vec<String> {
     let mut found: Vec<String> = report
         .integrity
         .iter()
         .map(|f| format!("{:?} {}", f.class, f.path))
         .collect();
+    found.extend(report.too_large.iter().map(|o| match o {
+        Oversize::File { path, bytes, .. } => format!("TooLarge {path} {bytes}"),
+        Oversize::MoreFiles { more } => format!("TooLarge {more} more"),
+        Oversize::Entries { limit } => format!("TooLarge {limit} entries"),
+        Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
+    }));
+    found.extend(report.secrets.iter().map(|s| format!("Secret {}", s.place)));
     found.extend(
         report
-            .secrets
+            .left_out
             .iter()
-            .map(|s| format!("Secret {}:{}", s.file, s.line)),
+            .map(|l| format!("LeftOut {}", l.path)),
     );
-    assert_eq!(found, case.findings, "findings: {report:#?}");
-    assert_eq!(outcome, case.outcome);
+    found
+}
 
-    let on_server = transport::remote_heads(&url, &credentials())
-        .unwrap()
-        .into_iter()
-        .any(|(name, _)| name == format!("refs/heads/{BRANCH}"));
+fn run(case: Case) {
+    run_with(case, Extra::default());
+}
+
+fn run_with(case: Case, extra: Extra) {
+    let mut job = Job::new(extra.limits);
+    job.agent(case.script, &[]);
+    (extra.then)(&job.tree);
+    let (report, outcome) = job.deliver(case.policy, extra.message);
+    assert_eq!(listed(&report), case.findings, "findings: {report:#?}");
+    assert_eq!(outcome, case.outcome);
     assert_eq!(
-        on_server,
+        job.on_server(),
         case.outcome == Outcome::Pushed,
         "the branch is on the server only when the gate cleared it"
     );
-    let ran: Vec<PathBuf> = std::fs::read_dir(&canaries)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert!(ran.is_empty(), "canaries ran on the host: {ran:?}");
-    drop(server);
+    job.assert_no_canary_ran();
+    drop(job.server);
+}
+
+/// `f`'s result, or a failed test (not a hung one) after `limit`.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .expect("the gate is still blocked: something opened a pipe for reading")
+}
+
+/// Address space for a job that must not hold a large file in memory:
+/// enough for the job, its runtime and the git server's processes, far
+/// below the 3 GiB files the cases make.
+const SMALL_ADDRESS_SPACE_MIB: u64 = 1536;
+
+/// Runs `body` in a child process (this test binary again, running only
+/// the test `name`) whose address space is capped with `ulimit -v`.
+fn in_small_address_space(name: &str, body: impl FnOnce()) {
+    const CHILD: &str = "FORGEHAND_GATE_TEST_CHILD";
+    if std::env::var(CHILD).as_deref() == Ok(name) {
+        body();
+        return;
+    }
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {} && exec \"$0\" \"$@\"",
+            SMALL_ADDRESS_SPACE_MIB * 1024
+        ))
+        .arg(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, name)
+        // Every thread's malloc arena reserves address space of its own.
+        .env("MALLOC_ARENA_MAX", "2")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the job needed more than {SMALL_ADDRESS_SPACE_MIB} MiB of address space, or failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
 }
 
 /// A shell command that leaves a file in `dir` when anything runs it.
@@ -228,17 +377,21 @@ fn tamper(script: &'static str, findings: &[&'static str]) -> Case {
 }
 
 fn sensitive(script: &'static str, finding: &'static str) -> [Case; 2] {
+    sensitive_all(script, &[finding])
+}
+
+fn sensitive_all(script: &'static str, findings: &[&'static str]) -> [Case; 2] {
     [
         Case {
             script,
             policy: STRICT,
-            findings: vec![finding],
+            findings: findings.to_vec(),
             outcome: Outcome::Refused(RefusalReason::Sensitive),
         },
         Case {
             script,
             policy: ALLOW,
-            findings: vec![finding],
+            findings: findings.to_vec(),
             outcome: Outcome::Pushed,
         },
     ]
@@ -297,6 +450,12 @@ catalogue! {
     info_attributes_are_tamper: tamper(
         "mkdir -p \"$HOST_GIT_DIR/info\"\necho '* filter=evil' > \"$HOST_GIT_DIR/info/attributes\"",
         &["Tamper .git/info/attributes"],
+    );
+    // libgit2 reads info/exclude to say what is ignored: a pipe there
+    // would block it, so the git directory is checked before anything asks.
+    a_pipe_in_the_git_directory_is_tamper_and_blocks_nothing: tamper(
+        "mkdir -p \"$HOST_GIT_DIR/info\" new\necho x > new/file\nrm -f \"$HOST_GIT_DIR/info/exclude\"\nmkfifo \"$HOST_GIT_DIR/info/exclude\"",
+        &["Tamper .git/info/exclude"],
     );
     alternates_pointing_elsewhere_are_tamper: tamper(
         "mkdir -p \"$HOST_GIT_DIR/objects/info\"\necho /var/lib/other-repo.git/objects > \"$HOST_GIT_DIR/objects/info/alternates\"",
@@ -473,4 +632,332 @@ fn package_json_is_sensitive() {
 #[test]
 fn an_executable_bit_on_a_build_entry_point_is_sensitive() {
     both(sensitive("chmod +x build.rs", "Sensitive build.rs"));
+}
+
+// The secret scan reads the diff from libgit2, never its text: lines of a
+// file that look like diff syntax are content like any other.
+#[test]
+fn a_line_reading_like_a_diff_header_does_not_end_the_scan() {
+    run(Case {
+        script: "printf 'notes\\n++ /dev/null\\n%s\\n+++ b/other\\n@@ -1 +1 @@\\nghp_0123456789abcdefghijklmnopqrstuvwxyz\\ndiff --git a/x b/x\\n-----BEGIN OPENSSH PRIVATE KEY-----\\nAKIAIOSFODNN7EXAMPLQ\\n%s\\n' \"$MODEL_KEY\" \"$TOKEN\" > notes.txt",
+        policy: ALLOW,
+        findings: vec![
+            "Secret notes.txt:3",
+            "Secret notes.txt:6",
+            "Secret notes.txt:8",
+            "Secret notes.txt:9",
+            "Secret notes.txt:10",
+        ],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    });
+}
+
+#[test]
+fn a_secret_in_a_file_name_is_found_and_masked() {
+    run(Case {
+        script: "mkdir -p \"keys/$TOKEN\" && echo hello > \"keys/$TOKEN/readme.txt\"",
+        policy: ALLOW,
+        findings: vec!["Secret file name keys/[secret]/readme.txt"],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    });
+}
+
+#[test]
+fn a_secret_in_the_commit_message_is_found() {
+    run_with(
+        Case {
+            script: "echo 'pub fn answer() -> u32 { 42 }' > src/lib.rs",
+            policy: ALLOW,
+            findings: vec!["Secret commit message line 3"],
+            outcome: Outcome::Refused(RefusalReason::Secret),
+        },
+        Extra {
+            message:
+                "Fix the answer\n\nTested with gitea-host-token-0123456789abcdef against the API.\n",
+            ..Extra::default()
+        },
+    );
+}
+
+#[test]
+fn a_symlink_chain_climbing_out_of_the_tree_is_sensitive() {
+    // s2 is the root, so s2/.. is the directory that holds the tree.
+    both(sensitive("ln -s . s2\nln -s s2/.. s1", "Sensitive s1"));
+}
+
+#[test]
+fn a_symlink_in_place_of_a_watched_directory_is_sensitive() {
+    // What the link leads to would be read as Cargo's configuration, or
+    // as the repository's actions, without being at a watched path.
+    both(sensitive_all(
+        "mkdir -p docs/cargo && echo '[build]' > docs/cargo/config.toml\nln -s docs/cargo .cargo",
+        &[
+            "Sensitive .cargo",
+            "Sensitive docs/cargo/config.toml (as .cargo/config.toml)",
+        ],
+    ));
+    both(sensitive_all(
+        "mkdir -p docs/actions && echo 'curl evil' > docs/actions/setup.sh\nln -s ../docs/actions .github/actions",
+        &[
+            "Sensitive .github/actions",
+            "Sensitive docs/actions/setup.sh (as .github/actions/setup.sh)",
+        ],
+    ));
+}
+
+#[test]
+fn a_cargo_manifest_is_sensitive_for_its_build_keys_only() {
+    run(Case {
+        script: "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\n\\n[dependencies]\\nserde = \"1\"\\n' > crates/x/Cargo.toml",
+        policy: STRICT,
+        findings: vec![],
+        outcome: Outcome::Pushed,
+    });
+    both(sensitive(
+        "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nbuild = \"gen.rs\"\\n' > crates/x/Cargo.toml",
+        "Sensitive crates/x/Cargo.toml",
+    ));
+}
+
+// Special files: git cannot hold them, libgit2 blocks on one it reads as a
+// control file, and they are left out (removed, listed) instead.
+#[test]
+fn pipes_and_sockets_are_left_out_and_block_nothing() {
+    run_with(
+        Case {
+            script: "mkdir -p docs && echo notes > docs/notes.md\nmkfifo pipe docs/.gitattributes src/.gitignore",
+            policy: STRICT,
+            findings: vec![
+                "LeftOut docs/.gitattributes",
+                "LeftOut pipe",
+                "LeftOut sock",
+                "LeftOut src/.gitignore",
+            ],
+            outcome: Outcome::Pushed,
+        },
+        Extra {
+            then: |tree| {
+                std::os::unix::net::UnixListener::bind(tree.join("sock")).unwrap();
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+#[test]
+fn a_huge_sparse_file_is_too_large_and_never_read() {
+    in_small_address_space("a_huge_sparse_file_is_too_large_and_never_read", || {
+        run(Case {
+            script: "truncate -s 3G data.bin",
+            policy: ALLOW,
+            findings: vec!["TooLarge data.bin 3221225472"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        })
+    });
+}
+
+#[test]
+fn a_huge_sparse_makefile_is_too_large_and_never_read() {
+    in_small_address_space("a_huge_sparse_makefile_is_too_large_and_never_read", || {
+        run(Case {
+            script: "truncate -s 3G Makefile",
+            policy: ALLOW,
+            findings: vec!["Sensitive Makefile", "TooLarge Makefile 3221225472"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        })
+    });
+}
+
+#[test]
+fn too_many_entries_refuse_the_push() {
+    run_with(
+        Case {
+            script: "mkdir many && cd many && for i in $(seq 300); do : > f$i; done",
+            policy: ALLOW,
+            findings: vec!["TooLarge 200 entries"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits: TreeLimits {
+                max_entries: 200,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+#[test]
+fn too_many_symlinks_refuse_the_push() {
+    run_with(
+        Case {
+            script:
+                "mkdir links && cd links && for i in $(seq 100); do ln -s ../README.md l$i; done",
+            policy: ALLOW,
+            findings: vec!["TooLarge 50 recorded"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits: TreeLimits {
+                max_recorded: 50,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+/// Build output git ignores is not walked, counted or size-checked: it is
+/// not committed. The limits here are far below what `target/` holds.
+#[test]
+fn ignored_build_output_is_not_walked() {
+    run_with(
+        Case {
+            script: "printf 'target/\\n' > .gitignore\nmkdir -p target/debug\nfor i in $(seq 300); do : > target/debug/f$i; done\ntruncate -s 2M target/debug/app\nmkfifo target/debug/pipe",
+            policy: STRICT,
+            findings: vec![],
+            outcome: Outcome::Pushed,
+        },
+        Extra {
+            limits: TreeLimits {
+                max_entries: 200,
+                max_file_bytes: 1 << 20,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+#[test]
+fn a_file_above_the_limit_is_refused_by_path_and_size() {
+    run_with(
+        Case {
+            script: "head -c 3000 /dev/zero > blob.dat\nhead -c 100 /dev/zero > small.dat",
+            policy: ALLOW,
+            findings: vec!["TooLarge blob.dat 3000"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits: TreeLimits {
+                max_file_bytes: 2048,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+/// The catalogue, row by row: each row's example path changed by the
+/// agent is sensitive; refused without allow-sensitive (nothing reaches
+/// the server), then pushed and listed with it.
+#[test]
+fn every_catalogue_row_is_sensitive_refused_by_default_and_pushed_when_allowed() {
+    // Rows take turns on a few threads: each is a whole job.
+    let rows: Vec<&'static Rule> = CATALOGUE.iter().collect();
+    std::thread::scope(|scope| {
+        for chunk in rows.chunks(rows.len().div_ceil(4)) {
+            scope.spawn(move || chunk.iter().for_each(|rule| catalogue_row(rule)));
+        }
+    });
+}
+
+fn catalogue_row(rule: &Rule) {
+    let content = match rule.watch {
+        Watch::WholeFile => "changed\n".to_owned(),
+        Watch::Keys(keys) => toml_setting(keys[0]),
+    };
+    let mut job = Job::new(TreeLimits::default());
+    job.agent(
+        "mkdir -p \"$(dirname \"$EXAMPLE\")\"\nprintf '%s' \"$CONTENT\" >> \"$EXAMPLE\"",
+        &[("EXAMPLE", rule.example), ("CONTENT", &content)],
+    );
+    let expected = vec![format!("Sensitive {}", rule.example)];
+    let (report, outcome) = job.deliver(STRICT, MESSAGE);
+    assert_eq!(listed(&report), expected, "{}", rule.pattern);
+    assert_eq!(
+        outcome,
+        Outcome::Refused(RefusalReason::Sensitive),
+        "{}",
+        rule.pattern
+    );
+    assert!(!job.on_server(), "{}: pushed without leave", rule.pattern);
+    let (report, outcome) = job.deliver(ALLOW, MESSAGE);
+    assert_eq!(listed(&report), expected, "{}: listed", rule.pattern);
+    assert_eq!(outcome, Outcome::Pushed, "{}", rule.pattern);
+    assert!(job.on_server(), "{}: pushed when allowed", rule.pattern);
+    job.assert_no_canary_ran();
+}
+
+/// `a.b.c` as TOML that sets it: `[a.b]` then `c = "x"`.
+fn toml_setting(key: &str) -> String {
+    let key = key.replace('*', "x");
+    match key.rsplit_once('.') {
+        Some((table, last)) => format!("[{table}]\n{last} = \"x\"\n"),
+        None => format!("{key} = \"x\"\n"),
+    }
+}
+
+/// A path the agent names with a secret in it is masked wherever the
+/// report shows it, whatever the verdict.
+#[test]
+fn a_secret_in_any_reported_path_is_masked() {
+    run(Case {
+        script: "echo 'on: push' > \".github/workflows/$TOKEN.yml\"",
+        policy: ALLOW,
+        findings: vec![
+            "Sensitive .github/workflows/[secret].yml",
+            "Secret file name .github/workflows/[secret].yml",
+        ],
+        outcome: Outcome::Refused(RefusalReason::Secret),
+    });
+    run(Case {
+        script: "mkdir -p .git && echo x > \".git/$TOKEN\"",
+        policy: ALLOW,
+        findings: vec!["Tamper .git/[secret]"],
+        outcome: Outcome::Refused(RefusalReason::Tamper),
+    });
+    run(Case {
+        script: "mkfifo \"pipe-$TOKEN\"\necho notes > notes.md",
+        policy: STRICT,
+        findings: vec!["LeftOut pipe-[secret]"],
+        outcome: Outcome::Pushed,
+    });
+}
+
+/// A file the checkout already held above the limit is not the agent's
+/// doing: left alone, it does not count, unless it sits at a watched
+/// path (above the limit, it is not hashed, so a change of the same size
+/// would not show).
+#[test]
+fn what_the_repository_already_held_above_the_limit_counts_only_when_watched() {
+    let limits = TreeLimits {
+        // src/lib.rs (30 bytes) and .gitmodules (78) are above it.
+        max_file_bytes: 25,
+        ..TreeLimits::default()
+    };
+    run_with(
+        Case {
+            script: "echo notes > notes.md",
+            policy: ALLOW,
+            findings: vec!["TooLarge .gitmodules 78"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits,
+            ..Extra::default()
+        },
+    );
+    run_with(
+        Case {
+            script: "echo '// more' >> src/lib.rs",
+            policy: ALLOW,
+            findings: vec!["TooLarge .gitmodules 78", "TooLarge src/lib.rs 38"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits,
+            ..Extra::default()
+        },
+    );
 }

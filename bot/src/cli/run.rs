@@ -132,7 +132,8 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
         .working_copy(&tree, &git_dir, &base, &branch)
         .context("making the working copy")?;
     let base_commit = copy.head()?.peel_to_commit()?.id();
-    let before = gate::before(&copy).context("the integrity snapshot")?;
+    let before =
+        gate::before(&copy, git::TreeLimits::default()).context("the integrity snapshot")?;
 
     let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
     let mut report = match result {
@@ -258,7 +259,13 @@ async fn agent_and_deliver(
     // Whatever happened, the work so far goes through the gate and, when
     // it passes, is kept on the branch.
     let scanner = SecretScanner::new(secrets);
-    let message = format!("{title}\n\n{summary}");
+    // The commit message is kept for ever in the history: a secret in what
+    // the agent wrote is replaced by a marker (the gate checks again).
+    let message = format!(
+        "{}\n\n{}",
+        scanner.redact(&title).text,
+        scanner.redact(&summary).text
+    );
     let delivered = deliver(
         copy,
         Checks {
@@ -284,6 +291,7 @@ async fn agent_and_deliver(
                 .integrity
                 .iter()
                 .map(|f| f.to_string())
+                .chain(delivery.left_out().iter().map(|l| format!("left out: {l}")))
                 .collect();
             report.commit = delivery.commit.map(|c| c.to_string());
             if matches!(agent.outcome, Outcome::Finished { .. }) {

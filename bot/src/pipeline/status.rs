@@ -42,7 +42,7 @@ pub fn failed(reason: &str, explanation: &str) -> String {
     let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
     // The gate's findings say what to look at (file and line, never a
     // secret's value); other reasons' details stay in the job's record.
-    if matches!(reason, "tamper" | "secret" | "sensitive") {
+    if matches!(reason, "tamper" | "too_large" | "secret" | "sensitive") {
         let findings: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).take(20).collect();
         if !findings.is_empty() {
             out.push('\n');
@@ -144,6 +144,9 @@ pub struct PullRequestBody<'a> {
     pub closes: u64,
     pub files: &'a [String],
     pub findings: &'a str,
+    /// Special files the gate removed instead of committing (a Markdown
+    /// list).
+    pub left_out: &'a str,
     pub isolation: &'a str,
     pub cost_usd: f64,
     pub turns: u32,
@@ -161,6 +164,10 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
     if !b.findings.is_empty() {
         out.push_str("\n**Needs a careful look** (sensitive files, pushed because allowed)\n\n");
         out.push_str(b.findings);
+    }
+    if !b.left_out.is_empty() {
+        out.push_str("\n**Left out** (pipes, sockets or devices: git cannot hold them)\n\n");
+        out.push_str(b.left_out);
     }
     out.push_str(&format!(
         "\n---\n<sub>Forgehand · {} · {} turns · ${:.4} · {} s</sub>\n",
@@ -206,6 +213,7 @@ mod tests {
             closes: 7,
             files: &["calc.sh".into()],
             findings: "",
+            left_out: "- `fifo` (a named pipe: git cannot hold it)\n",
             isolation: "namespace sandbox (shared kernel)",
             cost_usd: 0.0123,
             turns: 4,
@@ -213,6 +221,10 @@ mod tests {
         });
         assert!(body.starts_with("Fixed add.\n\nCloses #7\n"), "{body}");
         assert!(body.contains("- `calc.sh`"));
+        assert!(
+            body.contains("**Left out**") && body.contains("- `fifo` (a named pipe"),
+            "{body}"
+        );
         assert!(body.contains("4 turns · $0.0123 · 42 s"), "{body}");
     }
 }

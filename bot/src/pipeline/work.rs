@@ -105,7 +105,8 @@ impl Pipeline {
                             None,
                         )
                     };
-                    let before = gate::before(&copy).map_err(|e| e.to_string())?;
+                    let before = gate::before(&copy, git::TreeLimits::default())
+                        .map_err(|e| e.to_string())?;
                     Ok((expected, before))
                 },
             )
@@ -121,8 +122,11 @@ impl Pipeline {
         let _ = status.set(api, repo, &status::working(2)).await;
 
         // The agent, in the sandbox.
-        let mut secrets = vec![("forge token".to_owned(), token)];
-        secrets.extend(self.secrets.iter().cloned());
+        // The configured secrets first: their names (github.token, ...)
+        // are what a finding reports; then the credential the forge gave
+        // this job (an App's installation token is in no configuration).
+        let mut secrets: Vec<_> = self.secrets.to_vec();
+        secrets.push(("forge token".to_owned(), token));
         let mut transcript = Transcript::create(
             &self.config.agent.transcript_dir,
             &format!("job-{}-{}", claimed.id, claimed.run),
@@ -178,7 +182,16 @@ impl Pipeline {
         // The gate, the commit and the push.
         let mut policy = self.config.git.policy_for(&repo.full_name());
         policy.allow_sensitive |= allow_sensitive;
-        let scanner = SecretScanner::new(secrets);
+        let model_key = self.config.model.api_key.clone();
+        let scanner = SecretScanner::new(
+            secrets
+                .into_iter()
+                .chain(model_key.map(|key| ("model.api_key".to_owned(), key))),
+        );
+        // What the agent wrote becomes the commit message (kept for ever in
+        // the history) and the pull request: a secret in it is replaced by
+        // a marker here, and the gate checks the message again.
+        let (title, summary) = (scanner.redact(&title).text, scanner.redact(&summary).text);
         let identity = self.config.git.identity();
         let prefix = self.config.git.branch_prefix().to_owned();
         let requested_by = job.requested_by.clone();
@@ -189,7 +202,7 @@ impl Pipeline {
                 (git_dir.clone(), branch.clone(), base.clone(), url.clone());
             let message = format!("{title}\n\n{summary}");
             tokio::task::spawn_blocking(
-                move || -> Result<(Option<String>, Vec<String>, String), Failure> {
+                move || -> Result<(Option<String>, Vec<String>, String, String), Failure> {
                     let copy = git2::Repository::open(&git_dir).map_err(Failure::infra)?;
                     let delivery = deliver(
                         &copy,
@@ -234,13 +247,14 @@ impl Pipeline {
                         delivery.commit.map(|c| c.to_string()),
                         files,
                         delivery.cleared.report.to_markdown(),
+                        delivery.cleared.report.left_out_markdown(),
                     ))
                 },
             )
             .await
             .map_err(Failure::infra)??
         };
-        let (commit, files, findings) = delivered;
+        let (commit, files, findings, left_out) = delivered;
         if commit.is_none() {
             return Err(Failure::new(
                 "no_changes",
@@ -282,6 +296,7 @@ impl Pipeline {
             closes: job.target,
             files: &files,
             findings: &findings,
+            left_out: &left_out,
             isolation: &self.isolation,
             cost_usd: report.cost_usd,
             turns: report.turns,

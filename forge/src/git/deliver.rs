@@ -5,10 +5,10 @@
 
 use git2::{Oid, Repository};
 
-use super::gate::{self, Cleared, GateError, GatePolicy, Refusal};
-use super::integrity::Snapshot;
+pub use super::gate::Checks;
+use super::gate::{self, Cleared, GateError, Refusal};
+use super::integrity::LeftOut;
 use super::publish::{self, BotIdentity, CommitRequest, PushError, PushRequest};
-use super::secrets::SecretScanner;
 use super::transport::Credentials;
 
 /// What was delivered: the commit (none when the agent changed nothing)
@@ -18,6 +18,14 @@ pub struct Delivery {
     pub commit: Option<Oid>,
     pub pushed: bool,
     pub cleared: Cleared,
+}
+
+impl Delivery {
+    /// Special files removed from the tree instead of committed, for the
+    /// pull request to list.
+    pub fn left_out(&self) -> &[LeftOut] {
+        &self.cleared.report.left_out
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,14 +40,8 @@ pub enum DeliverError {
     Push(#[from] PushError),
 }
 
-pub struct Checks<'a> {
-    /// Taken before the agent ran.
-    pub before: &'a Snapshot,
-    pub scanner: &'a SecretScanner,
-    pub policy: GatePolicy,
-}
-
-/// Gate, commit and, when `push` is given, push.
+/// Gate (the commit's message included), commit and, when `push` is
+/// given, push.
 pub fn deliver(
     repo: &Repository,
     checks: Checks<'_>,
@@ -47,8 +49,7 @@ pub fn deliver(
     commit: &CommitRequest<'_>,
     push: Option<(&PushRequest<'_>, &Credentials)>,
 ) -> Result<Delivery, DeliverError> {
-    let cleared = gate::check(repo, checks.before, checks.scanner, checks.policy)?
-        .map_err(DeliverError::Refused)?;
+    let cleared = gate::check(repo, &checks, commit.message)?.map_err(DeliverError::Refused)?;
     let oid = publish::commit_all(repo, bot, commit).map_err(DeliverError::Commit)?;
     let pushed = match (oid, push) {
         (Some(_), Some((request, credentials))) => {

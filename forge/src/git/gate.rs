@@ -1,29 +1,85 @@
-//! The gate between the agent's work and a push: the integrity comparison
-//! and the secret scan, decided together. Nothing is committed or pushed
-//! unless [`check`] clears it:
+//! The gate between the agent's work and a push: the tree audit, the
+//! integrity comparison and the secret scan, decided together. Nothing is
+//! committed or pushed unless [`check`] clears it:
 //!
 //! - a **tamper** finding refuses the push (reason code `tamper`): the
 //!   host will not commit or push from a git directory the agent changed;
-//! - a **secret** refuses it (`secret`), naming file and line only;
+//! - a file above the size limit, or a tree with more entries than the
+//!   host reads, refuses it (`too_large`), naming path and size;
+//! - a **secret** refuses it (`secret`), by place only (file and line, a
+//!   file's name, a line of the commit message);
 //! - a **sensitive** finding refuses it (`sensitive`) unless the policy
 //!   allows sensitive changes (the repository's configuration, or a
 //!   maintainer's `/forgehand allow-sensitive`); when allowed it is pushed
 //!   and listed in the pull request.
+//!
+//! Pipes, sockets and devices in the tree are removed before anything
+//! reads it, and listed as left out.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
-use git2::{DiffFormat, DiffOptions, Repository};
+use git2::{Diff, DiffOptions, Index, Repository};
 
-use super::integrity::{self, Class, IntegrityFinding, Snapshot};
-use super::secrets::{Finding, SecretScanner};
+use super::integrity::{
+    self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
+};
+use super::secrets::{Finding, ScanError, SecretScanner};
 
 /// What the operator and the maintainers allow for this job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GatePolicy {
-    /// Push changes to CI definitions, instruction files, CODEOWNERS,
-    /// submodule URLs, build entry points and symlinks that leave the tree.
+    /// Push changes to the catalogue's paths (CI definitions, instruction
+    /// files, CODEOWNERS, build entry points, ...) and symlinks that leave
+    /// the tree.
     pub allow_sensitive: bool,
+}
+
+/// What the gate checks against.
+pub struct Checks<'a> {
+    /// Taken before the agent ran; its limits bound the reads after.
+    pub before: &'a Snapshot,
+    pub scanner: &'a SecretScanner,
+    pub policy: GatePolicy,
+}
+
+/// What was too large to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Oversize {
+    File {
+        path: String,
+        bytes: u64,
+        limit: u64,
+    },
+    /// `more` files beyond those listed.
+    MoreFiles {
+        more: usize,
+    },
+    Entries {
+        limit: usize,
+    },
+    Recorded {
+        limit: usize,
+    },
+}
+
+impl fmt::Display for Oversize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Oversize::File { path, bytes, limit } => {
+                write!(f, "{path}: {bytes} bytes, above the limit of {limit} bytes")
+            }
+            Oversize::MoreFiles { more } => write!(f, "and {more} more files above the limit"),
+            Oversize::Entries { limit } => {
+                write!(f, "the working tree holds more than {limit} entries")
+            }
+            Oversize::Recorded { limit } => write!(
+                f,
+                "the working tree holds more than {limit} watched files and symlinks"
+            ),
+        }
+    }
 }
 
 /// Everything the gate found, for the status comment and the pull request.
@@ -31,7 +87,16 @@ pub struct GatePolicy {
 pub struct GateReport {
     pub integrity: Vec<IntegrityFinding>,
     pub secrets: Vec<Finding>,
+    pub too_large: Vec<Oversize>,
+    /// Special files removed from the tree (at most
+    /// [`integrity::audit::MAX_LISTED`]; `left_out_more` counts the rest).
+    pub left_out: Vec<LeftOut>,
+    pub left_out_more: usize,
 }
+
+/// Lines of a list beyond this are counted, not shown: a pull request
+/// body has a size limit, and the agent chooses how many files it makes.
+const MAX_LINES: usize = 100;
 
 impl GateReport {
     pub fn tamper(&self) -> impl Iterator<Item = &IntegrityFinding> {
@@ -47,21 +112,46 @@ impl GateReport {
     /// A Markdown list of the findings (no secret values: findings hold
     /// none), empty when there are none.
     pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        for finding in &self.integrity {
-            out.push_str(&format!("- {finding}\n"));
-        }
-        for finding in &self.secrets {
-            out.push_str(&format!("- secret: {finding}\n"));
+        let lines = self
+            .integrity
+            .iter()
+            .map(ToString::to_string)
+            .chain(self.too_large.iter().map(|o| format!("too large: {o}")))
+            .chain(self.secrets.iter().map(|s| format!("secret: {s}")));
+        markdown_list(lines)
+    }
+
+    /// A Markdown list of what was left out, empty when nothing was.
+    pub fn left_out_markdown(&self) -> String {
+        let mut out = markdown_list(self.left_out.iter().map(ToString::to_string));
+        if self.left_out_more > 0 {
+            out.push_str(&format!("- and {} more\n", self.left_out_more));
         }
         out
     }
+}
+
+fn markdown_list(lines: impl Iterator<Item = String>) -> String {
+    let mut out = String::new();
+    let mut more = 0;
+    for (n, line) in lines.enumerate() {
+        if n < MAX_LINES {
+            out.push_str(&format!("- {line}\n"));
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        out.push_str(&format!("- and {more} more\n"));
+    }
+    out
 }
 
 /// Why the gate refused, most serious first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefusalReason {
     Tamper,
+    TooLarge,
     Secret,
     Sensitive,
 }
@@ -71,6 +161,7 @@ impl RefusalReason {
     pub fn code(self) -> &'static str {
         match self {
             RefusalReason::Tamper => "tamper",
+            RefusalReason::TooLarge => "too_large",
             RefusalReason::Secret => "secret",
             RefusalReason::Sensitive => "sensitive",
         }
@@ -88,6 +179,9 @@ impl fmt::Display for Refusal {
         let headline = match self.reason {
             RefusalReason::Tamper => {
                 "not pushed: the agent changed git's own files (hooks, config, info or alternates)"
+            }
+            RefusalReason::TooLarge => {
+                "not pushed: the working tree holds more than the host reads"
             }
             RefusalReason::Secret => "not pushed: the changes contain what looks like a secret",
             RefusalReason::Sensitive => {
@@ -109,9 +203,11 @@ pub struct Cleared {
 #[derive(Debug, thiserror::Error)]
 pub enum GateError {
     #[error("cannot read the working copy for the integrity check: {0}")]
-    Io(#[from] std::io::Error),
+    Snapshot(#[from] SnapshotError),
     #[error("cannot diff the working copy: {0}")]
     Git(#[from] git2::Error),
+    #[error("cannot scan the changes: {0}")]
+    Scan(#[from] ScanError),
     #[error("the repository has no working tree")]
     Bare,
 }
@@ -123,49 +219,172 @@ pub fn locations(repo: &Repository) -> Result<(PathBuf, PathBuf), GateError> {
     Ok((tree, repo.path().to_owned()))
 }
 
-/// The snapshot to take before the agent runs.
-pub fn before(repo: &Repository) -> Result<Snapshot, GateError> {
+/// The snapshot to take before the agent runs, with the limits the gate
+/// will apply after.
+pub fn before(repo: &Repository, limits: TreeLimits) -> Result<Snapshot, GateError> {
     let (tree, git_dir) = locations(repo)?;
-    Ok(integrity::snapshot(&tree, &git_dir)?)
+    let ignores = GitIgnores::new(repo)?;
+    Ok(integrity::snapshot_with(&tree, &git_dir, limits, &ignores)?)
 }
 
-/// Compares the working copy with `before`, scans what the agent added,
-/// and decides.
+/// Audits the working copy, compares it with `checks.before`, scans what
+/// the agent added and the commit `message`, and decides.
 pub fn check(
     repo: &Repository,
-    before: &Snapshot,
-    scanner: &SecretScanner,
-    policy: GatePolicy,
+    checks: &Checks<'_>,
+    message: &str,
 ) -> Result<Result<Cleared, Refusal>, GateError> {
-    let (tree, git_dir) = locations(repo)?;
-    let after = integrity::snapshot(&tree, &git_dir)?;
-    let integrity = integrity::compare(before, &after);
-    // A tampered git directory is not read any further, not even to diff.
-    let secrets = if integrity.iter().any(|f| f.class == Class::Tamper) {
-        Vec::new()
-    } else {
-        scanner.scan_diff(&working_diff(repo)?)
-    };
-    let report = GateReport { integrity, secrets };
-    let reason = if report.tamper().next().is_some() {
-        Some(RefusalReason::Tamper)
-    } else if !report.secrets.is_empty() {
-        Some(RefusalReason::Secret)
-    } else if report.sensitive().next().is_some() && !policy.allow_sensitive {
-        Some(RefusalReason::Sensitive)
-    } else {
-        None
-    };
+    let mut report = GateReport::default();
+    let reason = decide(repo, checks, message, &mut report)?;
+    // The agent chose the paths: one that holds a secret is not shown
+    // whole, whatever the verdict.
+    mask_paths(&mut report, checks.scanner);
     Ok(match reason {
         Some(reason) => Err(Refusal { reason, report }),
         None => Ok(Cleared { report }),
     })
 }
 
-/// The agent's changes as a unified diff: the committed tree against the
-/// working tree, new files included. Always text: a `.gitattributes` the
-/// agent wrote cannot hide a file from the scan by calling it binary.
-pub fn working_diff(repo: &Repository) -> Result<String, git2::Error> {
+/// The steps of [`check`], in order; the first refusal ends them.
+fn decide(
+    repo: &Repository,
+    checks: &Checks<'_>,
+    message: &str,
+    report: &mut GateReport,
+) -> Result<Option<RefusalReason>, GateError> {
+    let (tree, git_dir) = locations(repo)?;
+    let limits = checks.before.limits();
+    // The git directory first: asking libgit2 what is ignored reads it.
+    let git_now = integrity::snapshot_git(&git_dir, limits)?;
+    report.integrity = integrity::compare(&checks.before.git_only(), &git_now);
+    if !report.integrity.is_empty() {
+        return Ok(Some(RefusalReason::Tamper));
+    }
+    let ignores = GitIgnores::new(repo)?;
+    let mut audit = integrity::audit(&tree, &git_dir, limits, &ignores)?;
+    audit.left_out.sort_by(|a, b| a.path.cmp(&b.path));
+    report.left_out = std::mem::take(&mut audit.left_out);
+    report.left_out_more = audit.left_out_more;
+    if let Some(limit) = audit.too_many_entries {
+        report.too_large.push(Oversize::Entries { limit });
+        return Ok(Some(RefusalReason::TooLarge));
+    }
+    let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {
+        Ok(after) => after,
+        Err(SnapshotError::TooManyEntries { limit }) => {
+            report.too_large.push(Oversize::Entries { limit });
+            return Ok(Some(RefusalReason::TooLarge));
+        }
+        Err(SnapshotError::TooManyRecorded { limit }) => {
+            report.too_large.push(Oversize::Recorded { limit });
+            return Ok(Some(RefusalReason::TooLarge));
+        }
+        Err(other) => return Err(other.into()),
+    };
+    report.integrity = integrity::compare(checks.before, &after);
+    // A tampered git directory is not read any further, not even to diff.
+    if report.tamper().next().is_some() {
+        return Ok(Some(RefusalReason::Tamper));
+    }
+    report.too_large = large_files(&ignores, &audit, limits);
+    if !report.too_large.is_empty() {
+        return Ok(Some(RefusalReason::TooLarge));
+    }
+    report.secrets = checks.scanner.scan_diff(&working_diff(repo, limits)?)?;
+    report.secrets.extend(checks.scanner.scan_message(message));
+    if !report.secrets.is_empty() {
+        return Ok(Some(RefusalReason::Secret));
+    }
+    let refused = report.sensitive().next().is_some() && !checks.policy.allow_sensitive;
+    Ok(refused.then_some(RefusalReason::Sensitive))
+}
+
+fn mask_paths(report: &mut GateReport, scanner: &SecretScanner) {
+    let mask = |path: &mut String| {
+        if let Some(masked) = scanner.masked(path) {
+            *path = masked;
+        }
+    };
+    report.integrity.iter_mut().for_each(|f| mask(&mut f.path));
+    report.left_out.iter_mut().for_each(|l| mask(&mut l.path));
+    for oversize in &mut report.too_large {
+        if let Oversize::File { path, .. } = oversize {
+            mask(path);
+        }
+    }
+}
+
+/// Of the files above the limit, those git would read: not one it
+/// ignores and does not track, nor one it tracks at that very size (what
+/// the repository already held, unless at a watched path).
+fn large_files(ignores: &GitIgnores<'_>, audit: &Audit, limits: TreeLimits) -> Vec<Oversize> {
+    let mut found: Vec<Oversize> = audit
+        .large
+        .iter()
+        .filter(|file| {
+            let rel = integrity::shown(&file.rel);
+            match ignores.index.get_path(&file.rel, 0) {
+                Some(entry) => {
+                    integrity::is_watched(&rel)
+                        || file.bytes > u64::from(u32::MAX)
+                        || u64::from(entry.file_size) != file.bytes
+                }
+                None => {
+                    let ignored = audit.ignores_trusted
+                        && ignores.repo.is_path_ignored(&file.rel).unwrap_or(false);
+                    !ignored
+                }
+            }
+        })
+        .map(|file| Oversize::File {
+            path: integrity::shown(&file.rel),
+            bytes: file.bytes,
+            limit: limits.max_file_bytes,
+        })
+        .collect();
+    found.sort_by_key(ToString::to_string);
+    if audit.large_more > 0 {
+        // Not looked at one by one: counted, and refused.
+        found.push(Oversize::MoreFiles {
+            more: audit.large_more,
+        });
+    }
+    found
+}
+
+/// What git never looks into: a directory it ignores that holds nothing
+/// it tracks. Build output (`target/`, `node_modules/`) is not walked,
+/// counted or listed, as it is not committed.
+struct GitIgnores<'r> {
+    repo: &'r Repository,
+    index: Index,
+}
+
+impl<'r> GitIgnores<'r> {
+    fn new(repo: &'r Repository) -> Result<Self, git2::Error> {
+        Ok(GitIgnores {
+            repo,
+            index: repo.index()?,
+        })
+    }
+}
+
+impl Ignores for GitIgnores<'_> {
+    fn skip_dir(&self, rel: &Path) -> bool {
+        let mut prefix = rel.as_os_str().as_bytes().to_vec();
+        prefix.push(b'/');
+        if self.index.find_prefix(prefix).is_ok() {
+            return false;
+        }
+        self.repo.is_path_ignored(rel).unwrap_or(false)
+    }
+}
+
+/// The agent's changes: the committed tree against the working tree, new
+/// files included. Always text: a `.gitattributes` the agent wrote cannot
+/// hide a file from the scan by calling it binary, and no file is binary
+/// for its size (the audit bounds the size).
+pub fn working_diff(repo: &Repository, limits: TreeLimits) -> Result<Diff<'_>, git2::Error> {
     let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
     let mut options = DiffOptions::new();
     options
@@ -173,16 +392,11 @@ pub fn working_diff(repo: &Repository) -> Result<String, git2::Error> {
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .include_typechange(true)
-        .force_text(true);
-    let diff = repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))?;
-    let mut out = String::new();
-    diff.print(DiffFormat::Patch, |_, _, line| {
-        let origin = line.origin();
-        if matches!(origin, '+' | '-' | ' ') {
-            out.push(origin);
-        }
-        out.push_str(&String::from_utf8_lossy(line.content()));
-        true
-    })?;
-    Ok(out)
+        .force_text(true)
+        .max_size(
+            i64::try_from(limits.max_file_bytes)
+                .unwrap_or(i64::MAX)
+                .saturating_add(1),
+        );
+    repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))
 }

@@ -10,9 +10,12 @@ pub mod secrets;
 pub mod transport;
 
 pub use deliver::{deliver, Checks, DeliverError, Delivery};
-pub use gate::{Cleared, GatePolicy, GateReport, Refusal, RefusalReason};
-pub use integrity::{compare, snapshot, Class, IntegrityFinding, Snapshot};
+pub use gate::{Cleared, GatePolicy, GateReport, Oversize, Refusal, RefusalReason};
+pub use integrity::{
+    compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, TreeLimits,
+    DEFAULT_MAX_FILE_BYTES,
+};
 pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
 pub use publish::{commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest};
-pub use secrets::{Finding, SecretKind, SecretScanner};
+pub use secrets::{Finding, Place, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};

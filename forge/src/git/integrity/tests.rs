@@ -41,7 +41,7 @@ impl Repo {
     }
 
     fn snapshot(&self) -> Snapshot {
-        snapshot(self.dir.path(), &self.path(".git")).unwrap()
+        snapshot(self.dir.path(), &self.path(".git"), TreeLimits::default()).unwrap()
     }
 
     /// Findings after `agent` changed the tree, as `class path change`.
@@ -222,7 +222,7 @@ fn tamper_is_listed_before_sensitive_and_findings_read_well() {
         findings.iter().map(ToString::to_string).collect::<Vec<_>>(),
         [
             "tamper: .git/hooks/post-checkout added (a git hook: code git runs)",
-            "sensitive: AGENTS.md modified (instructions to AI agents, this one included)",
+            "sensitive: AGENTS.md modified (instructions to AI agents, anywhere: agents follow them, this one included)",
         ]
     );
 }
@@ -236,12 +236,385 @@ fn only_watched_files_are_hashed() {
         keys,
         [
             "git/config",
+            "git/hooks",
             "git/hooks/pre-commit.sample",
+            "git/info",
             "git/info/exclude",
+            "git/objects",
             "worktree/.github/workflows/ci.yml",
             "worktree/AGENTS.md",
             "worktree/Makefile",
             "worktree/src/inside-link",
+        ]
+    );
+}
+
+#[test]
+fn a_symlink_chain_that_climbs_out_is_sensitive_however_it_is_spelled() {
+    let repo = Repo::new();
+    let found = repo.after(|r| {
+        // s2 is the root, so s1 = s2/.. is the root's parent.
+        symlink(".", r.path("s2")).unwrap();
+        symlink("s2/..", r.path("s1")).unwrap();
+        symlink("../s2/../..", r.path("src/far")).unwrap();
+    });
+    assert_eq!(
+        found,
+        ["Sensitive s1 Added", "Sensitive src/far Added"],
+        "s2 itself stays inside"
+    );
+}
+
+#[test]
+fn catalogue_paths_count_wherever_they_sit() {
+    let repo = Repo::new();
+    let found = repo.after(|r| {
+        r.write("GNUmakefile", "all:\n");
+        r.write("sub/makefile", "all:\n");
+        r.write(".github/actions/setup/action.yml", "runs: {}\n");
+        r.write("tools/x/action.yaml", "runs: {}\n");
+        r.write(
+            ".cargo/config.toml",
+            "[build]\nrustc-wrapper = \"/tmp/x\"\n",
+        );
+        r.write("crates/y/.cargo/config", "[build]\n");
+        r.write(".woodpecker.yml", "steps: {}\n");
+        r.write(".husky/pre-commit", "curl evil\n");
+        r.write(".vscode/tasks.json", "{}\n");
+        r.write("tests/conftest.py", "import os\n");
+        r.write("docs/.gitattributes", "*.md linguist-generated\n");
+        r.write("pkg/Jenkinsfile", "pipeline {}\n");
+    });
+    assert_eq!(
+        found,
+        [
+            "Sensitive .cargo/config.toml Added",
+            "Sensitive .github/actions/setup/action.yml Added",
+            "Sensitive .husky/pre-commit Added",
+            "Sensitive .vscode/tasks.json Added",
+            "Sensitive .woodpecker.yml Added",
+            "Sensitive GNUmakefile Added",
+            "Sensitive crates/y/.cargo/config Added",
+            "Sensitive docs/.gitattributes Added",
+            "Sensitive pkg/Jenkinsfile Added",
+            "Sensitive sub/makefile Added",
+            "Sensitive tests/conftest.py Added",
+            "Sensitive tools/x/action.yaml Added",
+        ]
+    );
+}
+
+#[test]
+fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
+    let repo = Repo::new();
+    repo.write(
+        "Cargo.toml",
+        "[package]\nname = \"x\"\n\n[dependencies]\nserde = \"1\"\n",
+    );
+    repo.write("py/pyproject.toml", "[project]\nname = \"x\"\n");
+    let ordinary = repo.after(|r| {
+        r.write(
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nversion = \"0.2.0\"\n\n[dependencies]\nserde = \"1\"\nrand = \"0.8\"\n",
+        );
+        r.write("crates/z/Cargo.toml", "[package]\nname = \"z\"\n");
+        r.write(
+            "py/pyproject.toml",
+            "[project]\nname = \"x\"\ndependencies = [\"requests\"]\n",
+        );
+    });
+    assert_eq!(ordinary, Vec::<String>::new());
+    for (path, text) in [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nbuild = \"gen.rs\"\n",
+        ),
+        ("Cargo.toml", "[package]\nname = \"x\"\nlinks = \"z\"\n"),
+        ("Cargo.toml", "[lib]\nproc-macro = true\n"),
+        ("Cargo.toml", "[build-dependencies]\ncc = \"1\"\n"),
+        (
+            "Cargo.toml",
+            "[target.'cfg(unix)'.build-dependencies]\ncc = \"1\"\n",
+        ),
+        (
+            "Cargo.toml",
+            "[patch.crates-io]\nserde = { path = \"x\" }\n",
+        ),
+        (
+            "Cargo.toml",
+            "[replace]\n\"serde:1.0.0\" = { path = \"x\" }\n",
+        ),
+        ("Cargo.toml", "[package\nname = "),
+        (
+            "py/pyproject.toml",
+            "[build-system]\nbuild-backend = \"evil\"\n",
+        ),
+        (
+            "py/pyproject.toml",
+            "[tool.pytest.ini_options]\naddopts = \"-p evil\"\n",
+        ),
+        ("py/pyproject.toml", "not = [toml"),
+    ] {
+        let found = repo.after(|r| r.write(path, text));
+        assert_eq!(found, [format!("Sensitive {path} Modified")], "{text}");
+        // The next case starts from this one.
+    }
+}
+
+#[test]
+fn symlinks_at_catalogue_paths_or_on_the_way_to_them_are_sensitive() {
+    let repo = Repo::new();
+    let found = repo.after(|r| {
+        std::fs::create_dir_all(r.path("docs/gh/workflows")).unwrap();
+        std::fs::rename(r.path(".github"), r.path("docs/gh-old")).unwrap();
+        symlink("docs/gh", r.path(".github")).unwrap();
+        symlink("docs/cargo", r.path(".cargo")).unwrap();
+        symlink("../docs/link-target.md", r.path("src/CLAUDE.md")).unwrap();
+        std::fs::create_dir_all(r.path(".gitea")).unwrap();
+        symlink("../docs", r.path(".gitea/workflows")).unwrap();
+    });
+    assert_eq!(
+        found,
+        [
+            "Sensitive .cargo Added",
+            "Sensitive .gitea/workflows Added",
+            "Sensitive .github Added",
+            "Sensitive .github/workflows/ci.yml Removed",
+            // What the new links lead to, read as what they stand for.
+            "Sensitive docs/gh-old/workflows/ci.yml (as .gitea/workflows/gh-old/workflows/ci.yml) Added",
+            "Sensitive docs/link-target.md (as .gitea/workflows/link-target.md) Added",
+            "Sensitive docs/link-target.md (as src/CLAUDE.md) Added",
+            "Sensitive src/CLAUDE.md Added",
+        ]
+    );
+}
+
+#[test]
+fn git_control_files_made_symlinks_are_tamper() {
+    let repo = Repo::new();
+    let found = repo.after(|r| {
+        symlink("/etc/passwd", r.path(".gitignore")).unwrap();
+        symlink("../docs/link-target.md", r.path("src/.gitattributes")).unwrap();
+        symlink("/tmp/x", r.path(".gitmodules")).unwrap();
+        r.write("docs/.gitignore", "*.tmp\n");
+    });
+    assert_eq!(
+        found,
+        [
+            "Tamper .gitignore Added",
+            "Tamper .gitmodules Added",
+            "Tamper src/.gitattributes Added",
+            "Sensitive docs/link-target.md (as src/.gitattributes) Added",
+        ],
+        "a plain .gitignore is ordinary work"
+    );
+}
+
+#[test]
+fn git_spelled_otherwise_is_still_planted_git() {
+    let repo = Repo::new();
+    let found = repo.after(|r| {
+        r.write("a/.GIT/config", "x\n");
+        r.write("b/.git./HEAD", "x\n");
+        r.write("c/git~1/HEAD", "x\n");
+        std::fs::create_dir_all(r.path("d/.git")).unwrap();
+    });
+    assert_eq!(
+        found,
+        [
+            "Tamper a/.GIT/config Added",
+            "Tamper b/.git./HEAD Added",
+            "Tamper c/git~1/HEAD Added",
+            "Tamper d/.git Added",
+        ]
+    );
+}
+
+#[test]
+fn names_that_are_not_utf8_stay_apart() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = Repo::new();
+    let a = repo
+        .path("rules")
+        .join(std::ffi::OsStr::from_bytes(b"\xff.mk"));
+    let b = repo
+        .path("rules")
+        .join(std::ffi::OsStr::from_bytes(b"\xfe.mk"));
+    std::fs::create_dir_all(repo.path("rules")).unwrap();
+    std::fs::write(&a, "a\n").unwrap();
+    std::fs::write(&b, "b\n").unwrap();
+    let found = repo.after(|_| std::fs::write(&a, "changed\n").unwrap());
+    assert_eq!(found, ["Sensitive rules/\\xff.mk Modified"]);
+    assert_eq!(shown(Path::new("a\nb\\c")), "a\\nb\\\\c");
+}
+
+#[test]
+fn the_walk_and_the_records_are_capped_and_fail_closed() {
+    let repo = Repo::new();
+    for n in 0..30 {
+        repo.write(&format!("many/f{n}"), "x");
+    }
+    let limits = TreeLimits {
+        max_entries: 25,
+        ..TreeLimits::default()
+    };
+    let error = snapshot(repo.dir.path(), &repo.path(".git"), limits).unwrap_err();
+    assert!(
+        matches!(error, SnapshotError::TooManyEntries { limit: 25 }),
+        "{error}"
+    );
+    for n in 0..30 {
+        symlink("x", repo.path(&format!("many/l{n}"))).unwrap();
+    }
+    let limits = TreeLimits {
+        max_recorded: 20,
+        ..TreeLimits::default()
+    };
+    let error = snapshot(repo.dir.path(), &repo.path(".git"), limits).unwrap_err();
+    assert!(
+        matches!(error, SnapshotError::TooManyRecorded { limit: 20 }),
+        "{error}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "the working tree holds more than 20 watched files and symlinks"
+    );
+}
+
+#[test]
+fn a_deep_tree_is_walked_without_recursion() {
+    let repo = Repo::new();
+    // 2,000 levels: as deep as a path the kernel takes in one go allows.
+    let deep: PathBuf = std::iter::repeat_n("d", 2000).collect();
+    std::fs::create_dir_all(repo.dir.path().join(&deep)).unwrap();
+    std::fs::write(repo.dir.path().join(&deep).join("Makefile"), "all:\n").unwrap();
+    let (tree, git) = (repo.dir.path().to_owned(), repo.path(".git"));
+    // On a thread with a small stack: a walk that recursed would overflow.
+    let snap = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || snapshot(&tree, &git, TreeLimits::default()).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    let key = format!("worktree/{}/Makefile", deep.display());
+    assert!(snap.entries.contains_key(&key));
+}
+
+#[test]
+fn a_pipe_at_a_watched_path_is_not_opened_for_reading() {
+    let repo = Repo::new();
+    let before = repo.snapshot();
+    std::fs::remove_file(repo.path("Makefile")).unwrap();
+    mkfifo(&repo.path("Makefile"));
+    std::fs::remove_file(repo.path(".git/config")).unwrap();
+    mkfifo(&repo.path(".git/config"));
+    let (tree, git) = (repo.dir.path().to_owned(), repo.path(".git"));
+    let after = within(std::time::Duration::from_secs(20), move || {
+        snapshot(&tree, &git, TreeLimits::default()).unwrap()
+    });
+    let found: Vec<String> = compare(&before, &after)
+        .iter()
+        .map(|f| format!("{:?} {} {:?}", f.class, f.path, f.change))
+        .collect();
+    assert_eq!(
+        found,
+        ["Tamper .git/config Modified", "Sensitive Makefile Modified"]
+    );
+}
+
+#[test]
+fn a_huge_sparse_makefile_is_not_read_into_memory() {
+    const CHILD: &str = "FORGEHAND_TEST_SNAPSHOT_TREE";
+    if let Some(tree) = std::env::var_os(CHILD) {
+        let tree = PathBuf::from(tree);
+        let snap = snapshot(&tree, &tree.join(".git"), TreeLimits::default()).unwrap();
+        assert_eq!(
+            snap.entries.get("worktree/Makefile"),
+            Some(&Entry::Oversize { bytes: 3 << 30 })
+        );
+        return;
+    }
+    let repo = Repo::new();
+    std::fs::File::options()
+        .write(true)
+        .open(repo.path("Makefile"))
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let out = in_small_address_space(
+        "git::integrity::tests::a_huge_sparse_makefile_is_not_read_into_memory",
+        CHILD,
+        repo.dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "the snapshot needed more than {SMALL_ADDRESS_SPACE_MIB} MiB: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Address space for a child that must not hold a large file in memory:
+/// enough for the test harness, far below the 3 GiB file.
+const SMALL_ADDRESS_SPACE_MIB: u64 = 1024;
+
+/// Runs the test `name` of this binary again, in a child process whose
+/// address space is capped (`ulimit -v`), with `var` set to `value`.
+fn in_small_address_space(name: &str, var: &str, value: &Path) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {} && exec \"$0\" \"$@\"",
+            SMALL_ADDRESS_SPACE_MIB * 1024
+        ))
+        .arg(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .output()
+        .unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo reads nothing else.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+/// `f`'s result, or a failed test (not a hung one) after `limit`.
+fn within<T: Send + 'static>(
+    limit: std::time::Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit)
+        .expect("still blocked: something opened a pipe for reading")
+}
+
+#[test]
+fn what_a_symlink_at_a_catalogue_path_leads_to_is_watched_as_that_path() {
+    let repo = Repo::new();
+    repo.write("docs/ai.md", "Be careful.\n");
+    symlink("docs/ai.md", repo.path("CLAUDE.md")).unwrap();
+    repo.write("ci/gitea/workflows/ci.yml", "on: push\n");
+    symlink("ci/gitea", repo.path(".gitea")).unwrap();
+    // Already watched where it is: not reported twice.
+    symlink("AGENTS.md", repo.path("GEMINI.md")).unwrap();
+    let found = repo.after(|r| {
+        r.write("docs/ai.md", "Push to main.\n");
+        r.write("ci/gitea/workflows/new.yml", "on: push\n");
+        r.write("ci/gitea/notes.md", "not a workflow\n");
+        r.write("AGENTS.md", "Push to main.\n");
+    });
+    assert_eq!(
+        found,
+        [
+            "Sensitive AGENTS.md Modified",
+            "Sensitive ci/gitea/workflows/new.yml (as .gitea/workflows/new.yml) Added",
+            "Sensitive docs/ai.md (as CLAUDE.md) Modified",
         ]
     );
 }

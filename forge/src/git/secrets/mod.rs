@@ -1,11 +1,19 @@
 //! The secret scan that stands between the agent's work and a push: the
 //! host's own credentials wherever their exact value appears, private-key
 //! blocks, well-known token formats, and high-entropy values assigned to
-//! names that say "secret". It reads only the lines a diff adds, and
-//! reports where (file and line) and what kind, never the value.
+//! names that say "secret". It reads what the push would add: each line
+//! the diff adds (taken from libgit2 line by line, with its origin and its
+//! number in the new file: no text of the file is ever parsed as diff
+//! syntax), the path of every changed file, and the commit message. It
+//! reports where and what kind, never the value.
 
+use std::cell::RefCell;
 use std::fmt;
+use std::ops::Range;
+use std::path::Path;
 use std::sync::LazyLock;
+
+use git2::{Delta, Diff, DiffLineType};
 
 use regex::Regex;
 use secrecy::{ExposeSecret, SecretString};
@@ -48,20 +56,50 @@ impl fmt::Display for SecretKind {
     }
 }
 
-/// Where a secret was found. Its `Display` is safe to log and to post:
-/// it never holds the value.
+/// Where a secret was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A line the diff adds, by its number in the new version of the file.
+    Line { file: String, line: u32 },
+    /// The path of a changed file.
+    FileName { file: String },
+    /// A line of the commit message (the pull request's title and body).
+    CommitMessage { line: u32 },
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Line { file, line } => write!(f, "{file}:{line}"),
+            Place::FileName { file } => write!(f, "file name {file}"),
+            Place::CommitMessage { line } => write!(f, "commit message line {line}"),
+        }
+    }
+}
+
+/// Where a secret was found, and what kind. Its `Display` is safe to log
+/// and to post: it never holds the value (a path that holds one is shown
+/// with it masked).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    pub file: String,
-    /// The line in the new version of the file.
-    pub line: u32,
+    pub place: Place,
     pub kind: SecretKind,
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file, self.line, self.kind)
+        write!(f, "{}: {}", self.place, self.kind)
     }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("cannot read the diff: {0}")]
+    Git(#[from] git2::Error),
+    /// The diff is taken with `force_text`; should libgit2 still hand over
+    /// a file as binary, it was not scanned, and nothing is pushed.
+    #[error("{file} came out of the diff as binary, so it could not be scanned")]
+    Binary { file: String },
 }
 
 /// Patterns, most specific first: an Anthropic key also looks like an
@@ -110,6 +148,9 @@ static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
 /// random hex near 4).
 const ENTROPY_THRESHOLD: f64 = 3.7;
 
+/// What is shown of a text whose secret could not be masked out of it.
+const WITHHELD: &str = "(withheld: it holds what looks like a secret)";
+
 /// Host secrets shorter than this are not searched for: they would match
 /// ordinary text.
 const MIN_HOST_SECRET_LEN: usize = 8;
@@ -139,39 +180,133 @@ impl SecretScanner {
         }
     }
 
-    /// Scans the lines a unified diff (`git diff` output) adds.
-    pub fn scan_diff(&self, diff: &str) -> Vec<Finding> {
-        let mut findings = Vec::new();
-        let mut file: Option<String> = None;
-        let mut line: u32 = 0;
-        for text in diff.lines() {
-            if let Some(path) = text.strip_prefix("+++ ") {
-                file = new_path(path);
-                continue;
+    /// Scans what `diff` adds: the lines (by libgit2's per-line origin,
+    /// never by their text) and the paths of the files it changes.
+    pub fn scan_diff(&self, diff: &Diff<'_>) -> Result<Vec<Finding>, ScanError> {
+        struct State {
+            findings: Vec<Finding>,
+            /// The current file, as findings show it.
+            file: String,
+            binary: Option<String>,
+        }
+        let state = RefCell::new(State {
+            findings: Vec::new(),
+            file: String::new(),
+            binary: None,
+        });
+        let mut on_file = |delta: git2::DiffDelta<'_>, _: f32| {
+            let mut state = state.borrow_mut();
+            let new = delta.new_file().path_bytes().unwrap_or_default();
+            let old = delta.old_file().path_bytes().unwrap_or_default();
+            let mut paths = Vec::new();
+            if delta.status() != Delta::Deleted {
+                paths.push(new);
             }
-            if text.starts_with("--- ") || text.starts_with("diff --git ") {
-                continue;
+            if old != new {
+                paths.push(old);
             }
-            if let Some(start) = hunk_start(text) {
-                line = start;
-                continue;
+            let mut masked_new = None;
+            for path in paths {
+                let Some(kind) = self.scan_line(&String::from_utf8_lossy(path)) else {
+                    continue;
+                };
+                // Shown escaped, as every path is, and masked in that form.
+                let file = self
+                    .masked(&super::integrity::shown(Path::new(bytes_os(path))))
+                    .unwrap_or_else(|| WITHHELD.to_owned());
+                if path == new {
+                    masked_new = Some(file.clone());
+                }
+                state.findings.push(Finding {
+                    place: Place::FileName { file },
+                    kind,
+                });
             }
-            let Some(path) = &file else { continue };
-            if let Some(added) = text.strip_prefix('+') {
-                if let Some(kind) = self.scan_line(added) {
-                    findings.push(Finding {
-                        file: path.clone(),
-                        line,
+            state.file =
+                masked_new.unwrap_or_else(|| super::integrity::shown(Path::new(bytes_os(new))));
+            true
+        };
+        let mut on_binary = |delta: git2::DiffDelta<'_>, _: git2::DiffBinary<'_>| {
+            let path = delta.new_file().path_bytes().unwrap_or_default();
+            state.borrow_mut().binary = Some(super::integrity::shown(Path::new(bytes_os(path))));
+            false
+        };
+        let mut on_line =
+            |_: git2::DiffDelta<'_>, _: Option<git2::DiffHunk<'_>>, line: git2::DiffLine<'_>| {
+                if line.origin_value() != DiffLineType::Addition {
+                    return true;
+                }
+                let text = String::from_utf8_lossy(line.content());
+                if let Some(kind) = self.scan_line(&text) {
+                    let mut state = state.borrow_mut();
+                    let file = state.file.clone();
+                    state.findings.push(Finding {
+                        place: Place::Line {
+                            file,
+                            line: line.new_lineno().unwrap_or(0),
+                        },
                         kind,
                     });
                 }
-                line += 1;
-            } else if text.starts_with(' ') || text.is_empty() {
-                line += 1;
-            }
-            // `-` lines are not in the new file; `\ No newline…` is not a line.
+                true
+            };
+        let walked = diff.foreach(&mut on_file, Some(&mut on_binary), None, Some(&mut on_line));
+        let state = state.into_inner();
+        if let Some(file) = state.binary {
+            return Err(ScanError::Binary { file });
         }
-        findings
+        walked?;
+        Ok(state.findings)
+    }
+
+    /// Scans each line of a commit message.
+    pub fn scan_message(&self, message: &str) -> Vec<Finding> {
+        message
+            .lines()
+            .enumerate()
+            .filter_map(|(n, text)| {
+                self.scan_line(text).map(|kind| Finding {
+                    place: Place::CommitMessage { line: n as u32 + 1 },
+                    kind,
+                })
+            })
+            .collect()
+    }
+
+    /// `text` with every secret found in it replaced, for showing a path
+    /// that holds one; `None` when it holds none. Should anything still
+    /// look like a secret after that, nothing of it is shown.
+    pub fn masked(&self, text: &str) -> Option<String> {
+        self.scan_line(text)?;
+        let mut spans: Vec<Range<usize>> = Vec::new();
+        for (_, secret) in &self.host_secrets {
+            let secret = secret.expose_secret();
+            spans.extend(text.match_indices(secret).map(|(at, s)| at..at + s.len()));
+        }
+        for (_, re) in PATTERNS.iter() {
+            spans.extend(re.find_iter(text).map(|m| m.range()));
+        }
+        for captures in ASSIGNMENT.captures_iter(text) {
+            if let Some(value) = captures.get(1).filter(|v| looks_random(v.as_str())) {
+                spans.push(value.range());
+            }
+        }
+        spans.sort_by_key(|r| r.start);
+        let mut out = String::new();
+        let mut at = 0;
+        for span in spans {
+            if span.end <= at {
+                continue;
+            }
+            out.push_str(&text[at..span.start.max(at)]);
+            out.push_str("[secret]");
+            at = span.end;
+        }
+        out.push_str(&text[at..]);
+        if self.scan_line(&out).is_some() {
+            return Some(WITHHELD.to_owned());
+        }
+        Some(out)
     }
 
     /// The first kind of secret on one line, if any.
@@ -194,21 +329,8 @@ impl SecretScanner {
     }
 }
 
-/// The path of `+++ b/path` (None for `/dev/null`: a deleted file).
-fn new_path(header: &str) -> Option<String> {
-    let path = header.split('\t').next().unwrap_or(header).trim();
-    if path == "/dev/null" {
-        return None;
-    }
-    let path = path.trim_matches('"');
-    Some(path.strip_prefix("b/").unwrap_or(path).to_owned())
-}
-
-/// The new file's first line number of a hunk header `@@ -a,b +c,d @@`.
-fn hunk_start(text: &str) -> Option<u32> {
-    let rest = text.strip_prefix("@@ ")?;
-    let plus = rest.split_whitespace().find(|p| p.starts_with('+'))?;
-    plus[1..].split(',').next()?.parse().ok()
+fn bytes_os(bytes: &[u8]) -> &std::ffi::OsStr {
+    std::os::unix::ffi::OsStrExt::from_bytes(bytes)
 }
 
 fn looks_random(value: &str) -> bool {

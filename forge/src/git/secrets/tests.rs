@@ -17,18 +17,67 @@ fn chars(n: usize, alphabet: &str, seed: u64) -> String {
 const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
-fn diff(file: &str, added: &[&str]) -> String {
-    let mut d = format!(
-        "diff --git a/{file} b/{file}\n--- a/{file}\n+++ b/{file}\n@@ -10,2 +10,{} @@\n unchanged line\n",
-        added.len() + 2
-    );
-    for line in added {
-        d.push('+');
-        d.push_str(line);
-        d.push('\n');
+/// A repository whose last commit holds `files`, changed in the working
+/// tree by `change`; what the scan finds in the diff, as text.
+struct Work {
+    dir: tempfile::TempDir,
+    repo: git2::Repository,
+}
+
+impl Work {
+    fn new(files: &[(&str, &[u8])]) -> Work {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let work = Work { dir, repo };
+        for (path, content) in files {
+            work.write(path, content);
+        }
+        let mut index = work.repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = work.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::now("t", "t@example.invalid").unwrap();
+        work.repo
+            .commit(Some("HEAD"), &who, &who, "seed", &tree, &[])
+            .unwrap();
+        drop(tree);
+        work
     }
-    d.push_str(" another unchanged line\n");
-    d
+
+    fn write(&self, path: &str, content: &[u8]) {
+        let path = self.dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    fn scan(&self) -> Vec<Finding> {
+        let diff = crate::git::gate::working_diff(
+            &self.repo,
+            crate::git::integrity::TreeLimits::default(),
+        )
+        .unwrap();
+        scanner().scan_diff(&diff).unwrap()
+    }
+}
+
+/// Ten committed lines, then `added` appended: the first added line is
+/// line 11.
+fn scan_added(file: &str, added: &[&str]) -> Vec<Finding> {
+    let base: String = (1..=10).map(|n| format!("line {n}\n")).collect();
+    let work = Work::new(&[(file, base.as_bytes())]);
+    let mut text = base;
+    for line in added {
+        text.push_str(line);
+        text.push('\n');
+    }
+    work.write(file, text.as_bytes());
+    work.scan()
+}
+
+fn shown(findings: &[Finding]) -> Vec<String> {
+    findings.iter().map(ToString::to_string).collect()
 }
 
 fn scanner() -> SecretScanner {
@@ -123,12 +172,14 @@ fn every_listed_format_is_found_with_file_and_line() {
         ),
     ];
     for (line, kind) in cases {
-        let findings = scanner().scan_diff(&diff("src/config.py", &["x = 1", &line]));
+        let findings = scan_added("src/config.py", &["x = 1", &line]);
         assert_eq!(
             findings,
             vec![Finding {
-                file: "src/config.py".into(),
-                line: 12,
+                place: Place::Line {
+                    file: "src/config.py".into(),
+                    line: 12
+                },
                 kind: kind.clone()
             }],
             "{kind:?} in {line:?}"
@@ -147,7 +198,7 @@ fn the_hosts_own_token_is_found_wherever_it_appears() {
         "https://x-access-token:host-token-value-1234567@github.com/o/r.git",
         "# host-token-value-1234567 in a comment",
     ] {
-        let findings = scanner().scan_diff(&diff("notes.md", &[line]));
+        let findings = scan_added("notes.md", &[line]);
         assert_eq!(
             findings.iter().map(|f| &f.kind).collect::<Vec<_>>(),
             vec![&SecretKind::HostCredential("github.token".into())],
@@ -171,32 +222,113 @@ fn ordinary_code_is_not_flagged() {
         "sk-learn is a library",
         "password_hash_function = argon2",
     ] {
-        assert_eq!(
-            scanner().scan_diff(&diff("app.py", &[line])),
-            vec![],
-            "{line}"
-        );
+        assert_eq!(scanner().scan_line(line), None, "{line}");
     }
 }
 
 #[test]
 fn only_added_lines_count_and_line_numbers_follow_the_new_file() {
     let token = format!("ghp_{}", chars(36, ALNUM, 20));
-    let d = format!(
-        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-{token}\n+two\n three\n\
-         @@ -40,2 +40,3 @@\n forty\n+{token}\n forty-one\n\
-         diff --git a/gone.txt b/gone.txt\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-{token}\n\
-         diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+fine\n+{token}\n"
+    let forty: String = (1..=42).map(|n| format!("{n}\n")).collect();
+    let work = Work::new(&[
+        ("a.txt", format!("one\n{token}\nthree\n").as_bytes()),
+        ("b.txt", forty.as_bytes()),
+        ("gone.txt", format!("{token}\n").as_bytes()),
+    ]);
+    work.write("a.txt", b"one\ntwo\nthree\n");
+    let mut b = forty.clone();
+    b.insert_str(b.find("41\n").unwrap(), &format!("{token}\n"));
+    work.write("b.txt", b.as_bytes());
+    std::fs::remove_file(work.dir.path().join("gone.txt")).unwrap();
+    work.write("new.txt", format!("fine\n{token}\n").as_bytes());
+    assert_eq!(
+        shown(&work.scan()),
+        ["b.txt:41: a GitHub token", "new.txt:2: a GitHub token"]
     );
-    let found: Vec<String> = scanner()
-        .scan_diff(&d)
-        .iter()
-        .map(|f| f.to_string())
-        .collect();
+}
+
+/// What a file says is content, whatever it looks like: a line reading
+/// `++ /dev/null` (added, it is `+++ /dev/null` in a diff) used to end the
+/// scan of its file.
+#[test]
+fn diff_syntax_inside_a_file_is_only_content() {
+    let key = format!("ANTHROPIC_API_KEY=sk-ant-api03-{}", chars(80, ALNUM, 30));
+    let token = format!("ghp_{}", chars(36, ALNUM, 31));
+    let aws = format!("AKIA{}", chars(16, UPPER, 32));
+    let text = format!(
+        "intro\n++ /dev/null\n{key}\n+++ b/other.txt\n@@ -1 +1 @@\n{token}\ndiff --git a/x b/x\n--- a/x\n-----BEGIN {} KEY-----\n\\ No newline at end of file\n{aws}\n",
+        "PRIVATE"
+    );
+    let work = Work::new(&[("README.md", b"# readme\n")]);
+    work.write("notes.txt", text.as_bytes());
+    work.write("README.md", format!("# readme\n{text}").as_bytes());
+    assert_eq!(
+        shown(&work.scan()),
+        [
+            "README.md:4: an Anthropic API key",
+            "README.md:7: a GitHub token",
+            "README.md:10: a private key",
+            "README.md:12: an AWS access key id",
+            "notes.txt:3: an Anthropic API key",
+            "notes.txt:6: a GitHub token",
+            "notes.txt:9: a private key",
+            "notes.txt:11: an AWS access key id",
+        ]
+    );
+}
+
+#[test]
+fn a_secret_in_a_file_name_is_found_and_never_shown() {
+    let token = format!("ghp_{}", chars(36, ALNUM, 40));
+    let work = Work::new(&[(&format!("old-{token}"), b"x\n")]);
+    std::fs::remove_file(work.dir.path().join(format!("old-{token}"))).unwrap();
+    work.write(
+        &format!("keys/{token}/host-token-value-1234567.txt"),
+        format!("{token}\n").as_bytes(),
+    );
+    let found = shown(&work.scan());
     assert_eq!(
         found,
-        ["a.txt:41: a GitHub token", "new.txt:2: a GitHub token"]
+        [
+            "file name keys/[secret]/[secret].txt: the host's own credential github.token",
+            "keys/[secret]/[secret].txt:1: a GitHub token",
+        ],
+        "a deleted file's name was in the repository already"
     );
+    for line in &found {
+        assert!(
+            !line.contains(&token[4..]) && !line.contains("host-token"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn binary_files_are_scanned_as_text() {
+    let aws = format!("AKIA{}", chars(16, UPPER, 50));
+    let work = Work::new(&[("README.md", b"x\n")]);
+    let mut blob = b"\x7fELF\x00\x01\x02\x00\n".to_vec();
+    blob.extend_from_slice(aws.as_bytes());
+    blob.extend_from_slice(b"\x00\xff");
+    work.write("tool.bin", &blob);
+    work.write(".gitattributes", b"*.bin binary -diff\n");
+    assert_eq!(shown(&work.scan()), ["tool.bin:2: an AWS access key id"]);
+}
+
+#[test]
+fn the_commit_message_is_scanned_line_by_line() {
+    let token = format!("ghp_{}", chars(36, ALNUM, 60));
+    let message = format!("Fix the build\n\nUsed {token} to test.\nhost-token-value-1234567\n");
+    assert_eq!(
+        shown(&scanner().scan_message(&message)),
+        [
+            "commit message line 3: a GitHub token",
+            "commit message line 4: the host's own credential github.token",
+        ]
+    );
+    assert!(scanner()
+        .scan_message("Fix the build\n\nAll tests pass.")
+        .is_empty());
 }
 
 #[test]
