@@ -152,3 +152,50 @@ async fn made_up_event_headers_do_not_become_metrics_labels() {
         "{metrics}"
     );
 }
+
+/// The log is a sink too: refusals are logged at the rate they are
+/// recorded, and what is logged of one is bounded.
+#[tokio::test]
+async fn refusals_are_logged_at_the_rate_they_are_recorded() {
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let app = TestApp::with(|c| {
+        c.server.refusal_records_burst = 3;
+        c.server.refusal_records_per_minute = 1;
+    })
+    .await;
+    for n in 0..30 {
+        let unsigned = Request::post("/webhooks/github")
+            .header("x-github-event", big('e'))
+            .header("x-github-delivery", format!("{n}-{}", big('i')))
+            .body(Body::from("{}"))
+            .unwrap();
+        assert_eq!(app.send(unsigned).await.0, StatusCode::UNAUTHORIZED);
+    }
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    let refused: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("delivery refused"))
+        .collect();
+    assert_eq!(refused.len(), 3, "{text}");
+    for line in refused {
+        assert!(line.len() < 1024, "a log line of {} bytes", line.len());
+    }
+}

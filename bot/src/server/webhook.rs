@@ -19,7 +19,7 @@ use forgehand_forge::webhook::DeliveryHeaders;
 use forgehand_forge::{parse_delivery, ForgeKind};
 use secrecy::SecretString;
 use serde_json::json;
-use tracing::{info_span, warn, Instrument};
+use tracing::{debug, info_span, warn, Instrument};
 
 use super::body::{self, BodyError, HeldBody};
 use super::refusals::{self, bounded, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES};
@@ -99,20 +99,23 @@ async fn refused(
     received_at: i64,
 ) -> Response {
     let reason = bounded(&refusal.reason, refusals::MAX_REASON_BYTES);
-    warn!(status = refusal.status.as_u16(), %reason, "delivery refused");
     // An untrusted event name must not become a metrics label.
     state.metrics.count(
         read.forge.as_str(),
         "unverified",
         crate::store::Outcome::Rejected,
     );
+    // The log is written at the rate of the records: a flood of refusals
+    // shows in /metrics, not as a flood of log lines.
     if state.refusals.take() {
+        warn!(status = refusal.status.as_u16(), %reason, "delivery refused");
         let record = refusals::record(read, refusal.status.as_u16(), &reason, received_at);
         match state.intake.record(record).await {
             Ok(_) => state.metrics.refusal_recorded(),
             Err(error) => warn!(%error, "recording a refused delivery failed"),
         }
     } else {
+        debug!(status = refusal.status.as_u16(), %reason, "delivery refused, past the rate of records");
         state.metrics.refusal_unrecorded();
     }
     let body = json!({ "outcome": "rejected", "error": reason });
