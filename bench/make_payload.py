@@ -24,6 +24,7 @@ import hmac
 import json
 import pathlib
 import sys
+import time
 
 TARGET_BYTES = 9 * 1024  # 9216: inside 8.5..9.5 KB whether a KB is 1000 or 1024 bytes
 LABEL = "forgehand"
@@ -112,6 +113,10 @@ def build(example: dict) -> dict:
     issue["assignee"] = None
     issue["assignees"] = []
     issue["milestone"] = None
+    # Labeled now: a body whose timestamps are older than
+    # database.digest_retention_days is refused as a replay. (Same length
+    # as the example's, so the size below is unchanged.)
+    issue["updated_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
     full_body = "\n\n".join(BODY_PARAGRAPHS)
     issue["body"] = ""

@@ -51,6 +51,7 @@ fn delivery(id: String, target: u64) -> NewDelivery {
         payload: None,
         jobs: vec![NewJob::from(&job(target))],
         installation: None,
+        digest: None,
         received_at: 0,
     }
 }

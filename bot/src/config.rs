@@ -14,12 +14,14 @@ mod git;
 mod locate;
 mod model;
 mod sandbox;
+mod server;
 
 pub use forges::{GitHubConfig, GiteaConfig};
 pub use git::GitConfig;
 pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
 pub use model::{AgentConfig, ModelConfig, Price};
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
+pub use server::{DatabaseConfig, ServerConfig};
 
 /// The variable naming the configuration file; not a configuration key.
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
@@ -40,33 +42,6 @@ pub struct Config {
     pub git: GitConfig,
     pub model: ModelConfig,
     pub agent: AgentConfig,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerConfig {
-    /// Address the HTTP server binds.
-    pub listen: String,
-    /// Largest webhook body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// How long a stopping server waits for running jobs before it
-    /// releases them back to the queue.
-    pub shutdown_grace_secs: u64,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseConfig {
-    /// `sqlite://path` (created when missing). PostgreSQL is planned for
-    /// deployments with several replicas.
-    pub url: String,
-    /// Deliveries waiting to be written are committed together, up to
-    /// this many per transaction.
-    pub intake_batch_max: usize,
-    /// Keep the verified body of every accepted delivery (compressed), for
-    /// audit and replay. Off by default: the jobs carry what the work
-    /// needs, and bodies are most of what intake writes to disk.
-    pub keep_payloads: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -119,26 +94,6 @@ pub struct LogConfig {
     /// A `tracing` filter: `info`, `forgehand_bot=debug,info`, …
     pub level: String,
     pub format: LogFormat,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            listen: "127.0.0.1:8080".into(),
-            max_body_bytes: 25 * 1024 * 1024,
-            shutdown_grace_secs: 30,
-        }
-    }
-}
-
-impl Default for DatabaseConfig {
-    fn default() -> Self {
-        DatabaseConfig {
-            url: "sqlite://forgehand.db".into(),
-            intake_batch_max: 256,
-            keep_payloads: false,
-        }
-    }
 }
 
 impl Default for BotConfig {
@@ -247,24 +202,8 @@ impl Config {
     /// Checks what types alone cannot, naming each offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let mut problems = Vec::new();
-        if self.listen_addr().is_err() {
-            problems.push(format!(
-                "server.listen: `{}` is not an address like 127.0.0.1:8080",
-                self.server.listen
-            ));
-        }
-        if self.server.max_body_bytes < 1024 {
-            problems.push("server.max_body_bytes: must be at least 1024".into());
-        }
-        if !self.database.url.starts_with("sqlite:") {
-            problems.push(format!(
-                "database.url: `{}` is not supported; use sqlite://path (PostgreSQL support is planned)",
-                redact_url(&self.database.url)
-            ));
-        }
-        if self.database.intake_batch_max == 0 {
-            problems.push("database.intake_batch_max: must be at least 1".into());
-        }
+        self.server.problems(&mut problems);
+        self.database.problems(&mut problems);
         let username = self.bot.username.trim();
         if username.is_empty()
             || username.contains(char::is_whitespace)

@@ -8,13 +8,14 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use tracing::{info, warn};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
 
-use crate::config::Config;
+use crate::config::{Config, DatabaseConfig};
 use crate::queue::{Backoff, JobHandler, QueueSettings, WorkerPool};
 use crate::sandboxes;
-use crate::server::{router, AppState};
-use crate::store::{IntakeWriter, SqliteStore, Store};
+use crate::server::{self, AppState};
+use crate::store::{IntakeWriter, Pruned, SqliteStore, Store};
 
 pub fn queue_settings(config: &Config) -> QueueSettings {
     QueueSettings {
@@ -81,6 +82,12 @@ pub async fn serve_on(
         None => None,
     };
     let state = AppState::new(&config, store.clone(), intake).with_sandbox(sandbox);
+    let pruning = CancellationToken::new();
+    let pruner = tokio::spawn(prune_periodically(
+        store.clone(),
+        config.database.clone(),
+        pruning.clone(),
+    ));
     let pool = WorkerPool::start(store, handler, queue_settings(&config), jobs_ready);
     info!(
         listen = %listener.local_addr()?,
@@ -88,14 +95,50 @@ pub async fn serve_on(
         role = if config.queue.workers == 0 { "intake" } else { "intake+workers" },
         "forgehand is serving"
     );
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
+    server::serve(listener, state, shutdown)
         .await
         .context("the HTTP server failed")?;
     info!("no longer accepting requests; stopping workers");
+    pruning.cancel();
+    let _ = pruner.await;
     pool.shutdown().await;
     info!("stopped");
     Ok(())
+}
+
+/// Deletes what is past its retention (`database.retention_days` and
+/// friends) at start and then every `database.prune_interval_secs`,
+/// until `stop`.
+async fn prune_periodically(
+    store: Arc<dyn Store>,
+    database: DatabaseConfig,
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(database.prune_interval());
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let retention = database.retention(crate::time::now_ms());
+        // Stopping mid-way is fine: each batch is its own transaction.
+        let pruned = tokio::select! {
+            _ = stop.cancelled() => return,
+            pruned = store.prune(&retention) => pruned,
+        };
+        match pruned {
+            Ok(p) if p == Pruned::default() => debug!("nothing past its retention"),
+            Ok(p) => info!(
+                deliveries = p.deliveries,
+                refused = p.refused,
+                jobs = p.jobs,
+                digests = p.digests,
+                "deleted what was past its retention"
+            ),
+            Err(error) => warn!(%error, "pruning the database failed; trying again later"),
+        }
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C.

@@ -110,6 +110,11 @@ fn labeled_issue(number: u64) -> Vec<u8> {
     let mut value: Value = serde_json::from_slice(&raw).unwrap();
     value["label"]["name"] = "forgehand".into();
     value["issue"]["number"] = number.into();
+    // Sent now: a body as old as the example is refused as a replay.
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    value["issue"]["updated_at"] = now.into();
     serde_json::to_vec(&value).unwrap()
 }
 

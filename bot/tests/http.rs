@@ -232,9 +232,9 @@ async fn bodies_over_the_limit_are_413() {
 #[tokio::test]
 async fn gitea_is_recognised_by_its_own_headers_and_its_own_secret() {
     let app = TestApp::new().await;
-    let payload = std::fs::read(
-        testdata().join("gitea/webhook-examples/drone-go-scm/issue_comment_created.json"),
-    )
+    let payload = serde_json::to_vec(&testdata_json(
+        "gitea/webhook-examples/drone-go-scm/issue_comment_created.json",
+    ))
     .unwrap();
     let (status, body) = app
         .send(gitea(
@@ -265,7 +265,11 @@ async fn gitea_is_recognised_by_its_own_headers_and_its_own_secret() {
         "{body}"
     );
 
-    // Forgejo's own headers make it Forgejo.
+    // Forgejo's own headers make it Forgejo. (Another comment: the same
+    // body again, under any headers, would be a replay.)
+    let mut other_comment: Value = serde_json::from_slice(&payload).unwrap();
+    other_comment["comment"]["id"] = json!(999);
+    let payload = serde_json::to_vec(&other_comment).unwrap();
     let mut forgejo = gitea("/webhooks/gitea", "issue_comment", "f-1", payload);
     for (k, v) in [
         ("x-forgejo-event", "issue_comment"),

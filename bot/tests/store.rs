@@ -42,6 +42,7 @@ fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
         payload: Some(CompressedPayload::compress(b"{\"x\":1}")),
         jobs: vec![(&job).into(); jobs],
         installation: None,
+        digest: None,
         received_at: 1,
     }
 }

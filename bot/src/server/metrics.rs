@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use axum::extract::State;
@@ -18,6 +19,11 @@ pub struct Metrics {
     /// maps so that counting looks up by `&str` and allocates only the
     /// first time a forge or event is seen.
     deliveries: Mutex<BTreeMap<String, BTreeMap<String, [u64; 4]>>>,
+    refusals_recorded: AtomicU64,
+    /// Refusals past `server.refusal_records_*`: counted, not written.
+    refusals_unrecorded: AtomicU64,
+    /// Connections answered 503 and closed: `server.max_connections` open.
+    connections_refused: AtomicU64,
 }
 
 impl Metrics {
@@ -31,6 +37,42 @@ impl Metrics {
             events.insert(event.to_owned(), [0; 4]);
         }
         events.get_mut(event).expect("inserted above")[outcome as usize] += 1;
+    }
+
+    pub fn refusal_recorded(&self) {
+        self.refusals_recorded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn refusal_unrecorded(&self) {
+        self.refusals_unrecorded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn render_counters(&self, out: &mut String) {
+        for (name, help, value) in [
+            (
+                "forgehand_webhook_refusals_recorded_total",
+                "Refused deliveries written to the database.",
+                &self.refusals_recorded,
+            ),
+            (
+                "forgehand_webhook_refusals_unrecorded_total",
+                "Refused deliveries only counted, past the rate limit of server.refusal_records_burst and server.refusal_records_per_minute.",
+                &self.refusals_unrecorded,
+            ),
+            (
+                "forgehand_http_connections_refused_total",
+                "Connections answered 503 and closed because server.max_connections were open.",
+                &self.connections_refused,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} counter");
+            let _ = writeln!(out, "{name} {}", value.load(Ordering::Relaxed));
+        }
     }
 }
 
@@ -61,6 +103,7 @@ pub async fn render(State(state): State<AppState>) -> Response {
             }
         }
     }
+    state.metrics.render_counters(&mut out);
     match state.store.job_counts().await {
         Ok(counts) => {
             out.push_str("# HELP forgehand_jobs Jobs in the queue, by state.\n");

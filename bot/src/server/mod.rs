@@ -2,22 +2,40 @@
 //! and metrics. Handlers only verify, decide and record; all real work
 //! happens later in the job queue.
 
+mod accept;
 mod api;
+mod body;
+mod listener;
 mod metrics;
+mod refusals;
+mod replay;
 mod webhook;
 
 use crate::sandboxes::SandboxStatus;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::routing::{get, post};
 use axum::Router;
 use secrecy::SecretString;
 
+pub use body::BodyBudget;
+pub use listener::{serve, HttpLimits};
 pub use metrics::Metrics;
+pub use refusals::{TokenBucket, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES, MAX_REASON_BYTES};
 
-use crate::config::Config;
+use crate::config::{Config, DatabaseConfig};
 use crate::store::{IntakeWriter, Store};
 use crate::trigger::BotIdentity;
+
+/// How webhook requests are read and judged, from `[server]` and `[database]`.
+#[derive(Debug, Clone)]
+pub struct WebhookLimits {
+    pub max_body_bytes: usize,
+    pub body_read_timeout: Duration,
+    /// Its digest retention is also how old a body may be.
+    pub database: DatabaseConfig,
+}
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -29,7 +47,12 @@ pub struct AppState {
     pub github_secrets: Arc<Vec<SecretString>>,
     pub gitea_secrets: Arc<Vec<SecretString>>,
     pub api_token: Option<Arc<SecretString>>,
-    pub max_body_bytes: usize,
+    pub webhooks: Arc<WebhookLimits>,
+    /// Bytes of webhook bodies held at once, all requests together.
+    pub body_budget: BodyBudget,
+    /// Which refusals are written to the database.
+    pub refusals: Arc<TokenBucket>,
+    pub http: HttpLimits,
     pub keep_payloads: bool,
     pub workers: usize,
     /// Set on nodes that run jobs.
@@ -49,7 +72,17 @@ impl AppState {
             github_secrets: Arc::new(config.github.webhook_secret.clone()),
             gitea_secrets: Arc::new(config.gitea.webhook_secret.clone()),
             api_token: config.api.token.clone().map(Arc::new),
-            max_body_bytes: config.server.max_body_bytes,
+            webhooks: Arc::new(WebhookLimits {
+                max_body_bytes: config.server.max_body_bytes,
+                body_read_timeout: config.server.body_read_timeout(),
+                database: config.database.clone(),
+            }),
+            body_budget: BodyBudget::new(config.server.body_buffer_bytes),
+            refusals: Arc::new(TokenBucket::new(
+                config.server.refusal_records_burst,
+                config.server.refusal_records_per_minute,
+            )),
+            http: HttpLimits::new(&config.server),
             keep_payloads: config.database.keep_payloads,
             workers: config.queue.workers,
             sandbox: None,

@@ -1,26 +1,30 @@
 //! `POST /webhooks/{github,gitea}`: authenticate, understand, record,
 //! answer. The answer goes out only after the delivery and its jobs are
 //! committed, and nothing slow happens before it.
+//!
+//! What a caller without the secret can make the service do is bounded:
+//! a request is refused before a byte of its body is read unless it
+//! carries a well-formed signature header for its endpoint and declares
+//! no more than `server.max_body_bytes`; a body is read within its time,
+//! its size and the budget of buffered bytes; and a refusal is recorded
+//! in bounded form, at a bounded rate.
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use forgehand_forge::webhook::signature::{self, SignatureError};
 use forgehand_forge::webhook::DeliveryHeaders;
 use forgehand_forge::{parse_delivery, ForgeKind};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use secrecy::SecretString;
 use serde_json::json;
-use tracing::{info, info_span, warn, Instrument};
+use tracing::{debug, info_span, warn, Instrument};
 
-use super::AppState;
-use crate::store::{
-    CompressedPayload, InstallationChange, InstallationUpdate, NewDelivery, NewJob, Outcome,
-    Recorded,
-};
+use super::body::{self, BodyError, HeldBody};
+use super::refusals::{self, bounded, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES};
+use super::{accept, replay, AppState};
 use crate::time::now_ms;
-use crate::trigger::{decide, Decision};
 
 #[derive(Clone, Copy)]
 enum Endpoint {
@@ -38,25 +42,40 @@ pub async fn gitea(State(state): State<AppState>, headers: HeaderMap, body: Body
 
 async fn receive(state: AppState, endpoint: Endpoint, headers: HeaderMap, body: Body) -> Response {
     let read = DeliveryHeaders::read(|name| headers.get(name).and_then(|v| v.to_str().ok()));
+    // Cut short: these are whatever the caller sent, signed or not.
     let span = info_span!(
         "delivery",
         forge = %read.forge,
-        delivery_id = read.delivery_id.as_deref().unwrap_or("-"),
-        event = read.event.as_deref().unwrap_or("-"),
+        delivery_id = bounded(read.delivery_id.as_deref().unwrap_or("-"), MAX_DELIVERY_ID_BYTES),
+        event = bounded(read.event.as_deref().unwrap_or("-"), MAX_EVENT_BYTES),
     );
     handle(state, endpoint, read, body).instrument(span).await
 }
 
-/// A refusal: recorded, counted, answered with a short reason.
+/// A refusal: recorded (within the rate), counted, answered with a short
+/// reason.
 struct Refusal {
     status: StatusCode,
     reason: String,
+    /// The body was left unread: the connection is closed after the answer.
+    unread: bool,
+    retry_after: Option<&'static str>,
 }
 
 fn refuse(status: StatusCode, reason: impl Into<String>) -> Refusal {
     Refusal {
         status,
         reason: reason.into(),
+        unread: false,
+        retry_after: None,
+    }
+}
+
+/// A refusal before the body is read.
+fn refuse_unread(status: StatusCode, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        unread: true,
+        ..refuse(status, reason)
     }
 }
 
@@ -68,45 +87,55 @@ async fn handle(
 ) -> Response {
     let received_at = now_ms();
     match understand(&state, endpoint, &read, body).await {
-        Ok(understood) => accept(&state, &read, understood, received_at).await,
-        Err(refusal) => {
-            warn!(status = refusal.status.as_u16(), reason = %refusal.reason, "delivery refused");
-            let record = NewDelivery {
-                forge: read.forge.as_str().to_owned(),
-                delivery_id: read.delivery_id.clone(),
-                event: read.event.clone(),
-                event_name: None,
-                outcome: Outcome::Rejected,
-                status_code: refusal.status.as_u16(),
-                reason: Some(refusal.reason.clone()),
-                repo: None,
-                target: None,
-                sender: None,
-                detail: None,
-                payload: None,
-                jobs: Vec::new(),
-                installation: None,
-                received_at,
-            };
-            // An untrusted event name must not become a metrics label.
-            state
-                .metrics
-                .count(read.forge.as_str(), "unverified", Outcome::Rejected);
-            if let Err(error) = state.intake.record(record).await {
-                warn!(%error, "recording a refused delivery failed");
-            }
-            let body = json!({ "outcome": "rejected", "error": refusal.reason });
-            (refusal.status, Json(body)).into_response()
-        }
+        Ok(understood) => accept::accept(&state, understood, received_at).await,
+        Err(refusal) => refused(&state, &read, refusal, received_at).await,
     }
 }
 
-struct Understood {
-    forge: ForgeKind,
-    event_header: String,
-    delivery_id: String,
-    event: forgehand_forge::Event,
-    body: Vec<u8>,
+async fn refused(
+    state: &AppState,
+    read: &DeliveryHeaders,
+    refusal: Refusal,
+    received_at: i64,
+) -> Response {
+    let reason = bounded(&refusal.reason, refusals::MAX_REASON_BYTES);
+    // An untrusted event name must not become a metrics label.
+    state.metrics.count(
+        read.forge.as_str(),
+        "unverified",
+        crate::store::Outcome::Rejected,
+    );
+    // The log is written at the rate of the records: a flood of refusals
+    // shows in /metrics, not as a flood of log lines.
+    if state.refusals.take() {
+        warn!(status = refusal.status.as_u16(), %reason, "delivery refused");
+        let record = refusals::record(read, refusal.status.as_u16(), &reason, received_at);
+        match state.intake.record(record).await {
+            Ok(_) => state.metrics.refusal_recorded(),
+            Err(error) => warn!(%error, "recording a refused delivery failed"),
+        }
+    } else {
+        debug!(status = refusal.status.as_u16(), %reason, "delivery refused, past the rate of records");
+        state.metrics.refusal_unrecorded();
+    }
+    let body = json!({ "outcome": "rejected", "error": reason });
+    let mut response = (refusal.status, Json(body)).into_response();
+    let headers = response.headers_mut();
+    if refusal.unread {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    if let Some(seconds) = refusal.retry_after {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
+    }
+    response
+}
+
+pub(super) struct Understood {
+    pub forge: ForgeKind,
+    pub event_header: String,
+    pub delivery_id: String,
+    pub event: forgehand_forge::Event,
+    pub body: HeldBody,
 }
 
 async fn understand(
@@ -115,78 +144,48 @@ async fn understand(
     read: &DeliveryHeaders,
     body: Body,
 ) -> Result<Understood, Refusal> {
-    let secrets = match (endpoint, read.forge.is_gitea_family()) {
-        (Endpoint::Github, false) => &state.github_secrets,
-        (Endpoint::Gitea, true) => &state.gitea_secrets,
-        (Endpoint::Github, true) => {
-            return Err(refuse(
-                StatusCode::BAD_REQUEST,
-                "this is a Gitea/Forgejo delivery; point the webhook at /webhooks/gitea",
-            ))
-        }
-        (Endpoint::Gitea, false) => {
-            return Err(refuse(
-                StatusCode::BAD_REQUEST,
-                "missing X-Gitea-Event (or X-Forgejo-Event) header",
-            ))
-        }
-    };
-    let body = read_body(body, state.max_body_bytes).await?;
-
+    let secrets = secrets_for(state, endpoint, read)?;
+    let limit = state.webhooks.max_body_bytes;
+    if body::declared_too_large(&body, limit) {
+        return Err(too_large(limit));
+    }
     // Authenticate before looking at anything else, so that an unsigned
-    // caller learns nothing about what a valid delivery looks like.
-    let Some((header, value)) = &read.signature else {
-        let expected = if read.forge.is_gitea_family() {
-            "X-Gitea-Signature"
-        } else {
-            "X-Hub-Signature-256"
-        };
-        return Err(refuse(
+    // caller learns nothing about what a valid delivery looks like; and
+    // before reading the body, so that it costs nothing to refuse.
+    let signature = signature_header(read)?;
+    if secrets.is_empty() {
+        return Err(refuse_unread(
             StatusCode::UNAUTHORIZED,
-            format!("missing {expected} header"),
+            format!("no webhook secret is configured for {}", read.forge),
         ));
-    };
-    let verified = signature::decode_signature(value, read.signature_is_prefixed())
-        .and_then(|sig| signature::verify(&body, &sig, secrets));
-    if let Err(error) = verified {
-        let reason = match error {
-            SignatureError::Malformed => format!("malformed {header} header"),
-            SignatureError::NoSecretConfigured => {
-                format!("no webhook secret is configured for {}", read.forge)
-            }
-            _ => "signature does not match".to_owned(),
-        };
-        return Err(refuse(StatusCode::UNAUTHORIZED, reason));
+    }
+    let deadline = tokio::time::Instant::now() + state.webhooks.body_read_timeout;
+    let body = body::read(body, limit, &state.body_budget, deadline)
+        .await
+        .map_err(|error| body_refusal(error, limit))?;
+    if signature::verify(&body, &signature, secrets).is_err() {
+        return Err(refuse(StatusCode::UNAUTHORIZED, "signature does not match"));
     }
 
-    let event_name_header = if read.forge.is_gitea_family() {
-        "X-Gitea-Event"
-    } else {
-        "X-GitHub-Event"
-    };
-    let delivery_header = if read.forge.is_gitea_family() {
-        "X-Gitea-Delivery"
-    } else {
-        "X-GitHub-Delivery"
-    };
-    let Some(event_header) = read.event.clone().filter(|e| !e.is_empty()) else {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            format!("missing {event_name_header} header"),
-        ));
-    };
-    let Some(delivery_id) = read.delivery_id.clone().filter(|d| !d.is_empty()) else {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            format!("missing {delivery_header} header"),
-        ));
-    };
+    let (event_header, delivery_id) = signed_headers(read)?;
     let event = parse_delivery(read.forge, &event_header, &body).map_err(|error| {
         refuse(
             StatusCode::BAD_REQUEST,
             format!("malformed payload: {error}"),
         )
     })?;
+    // A captured body older than its digest is kept would not be known
+    // as a replay: its own timestamps give it away.
+    let stale_before = state.webhooks.database.stale_before(now_ms());
+    if replay::newest_timestamp(&body).is_some_and(|newest| newest < stale_before) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the payload is older than {} days (database.digest_retention_days): refused as a replay",
+                state.webhooks.database.digest_retention_days
+            ),
+        ));
+    }
     Ok(Understood {
         forge: read.forge,
         event_header,
@@ -196,166 +195,95 @@ async fn understand(
     })
 }
 
-async fn read_body(body: Body, limit: usize) -> Result<Vec<u8>, Refusal> {
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes().to_vec()),
-        Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(refuse(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("body larger than {limit} bytes"),
-        )),
-        Err(_) => Err(refuse(
-            StatusCode::BAD_REQUEST,
-            "the body could not be read",
-        )),
-    }
-}
-
-async fn accept(
-    state: &AppState,
+/// The secrets of the endpoint, if the delivery's headers belong there.
+fn secrets_for<'a>(
+    state: &'a AppState,
+    endpoint: Endpoint,
     read: &DeliveryHeaders,
-    u: Understood,
-    received_at: i64,
-) -> Response {
-    let decision = decide(u.forge, &u.event, &state.bot);
-    let event_name = u.event.name();
-    let installation = installation_change(&u.event);
-    let (outcome, status, jobs, detail, reason) = match decision {
-        // Nothing to do, but something to remember: which repositories
-        // the App can reach.
-        Decision::Ignore { .. } if installation.is_some() => (
-            Outcome::Accepted,
-            StatusCode::ACCEPTED,
-            Vec::new(),
-            Some(event_name.clone()),
-            None,
-        ),
-        Decision::Act { jobs, detail } => (
-            Outcome::Accepted,
-            StatusCode::ACCEPTED,
-            jobs,
-            Some(detail),
-            None,
-        ),
-        Decision::Ignore { reason, detail } => (
-            Outcome::Ignored,
-            StatusCode::ACCEPTED,
-            Vec::new(),
-            detail,
-            Some(reason),
-        ),
-    };
-    let target = jobs
-        .first()
-        .map(|j| j.target)
-        .or_else(|| event_target(&u.event));
-    let record = NewDelivery {
-        forge: u.forge.as_str().to_owned(),
-        delivery_id: Some(u.delivery_id.clone()),
-        event: Some(u.event_header.clone()),
-        event_name: Some(event_name.clone()),
-        outcome,
-        status_code: status.as_u16(),
-        reason: reason.clone(),
-        repo: u.event.repo().map(|r| r.full_name()),
-        target,
-        sender: u.event.sender().map(|s| s.login.clone()),
-        detail,
-        payload: state
-            .keep_payloads
-            .then(|| CompressedPayload::compress(&u.body)),
-        jobs: jobs.iter().map(NewJob::from).collect(),
-        installation,
-        received_at,
-    };
-    match state.intake.record(record).await {
-        Ok(Recorded::New { jobs, .. }) => {
-            state
-                .metrics
-                .count(read.forge.as_str(), &u.event_header, outcome);
-            info!(outcome = outcome.as_str(), event = %event_name, ?jobs, "delivery recorded");
-            let mut body =
-                json!({ "outcome": outcome.as_str(), "delivery_id": u.delivery_id, "jobs": jobs });
-            if let Some(reason) = reason {
-                body["reason"] = json!(reason);
-            }
-            (status, Json(body)).into_response()
-        }
-        Ok(Recorded::Duplicate { jobs, .. }) => {
-            state
-                .metrics
-                .count(read.forge.as_str(), &u.event_header, Outcome::Duplicate);
-            info!("delivery id already recorded; no new job");
-            let body =
-                json!({ "outcome": "duplicate", "delivery_id": u.delivery_id, "jobs": jobs });
-            (StatusCode::OK, Json(body)).into_response()
-        }
-        Err(error) => {
-            warn!(%error, "recording the delivery failed");
-            let body = json!({ "error": "the delivery could not be recorded; redeliver it later" });
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "30")],
-                Json(body),
-            )
-                .into_response()
-        }
+) -> Result<&'a [SecretString], Refusal> {
+    match (endpoint, read.forge.is_gitea_family()) {
+        (Endpoint::Github, false) => Ok(&state.github_secrets),
+        (Endpoint::Gitea, true) => Ok(&state.gitea_secrets),
+        (Endpoint::Github, true) => Err(refuse_unread(
+            StatusCode::BAD_REQUEST,
+            "this is a Gitea/Forgejo delivery; point the webhook at /webhooks/gitea",
+        )),
+        (Endpoint::Gitea, false) => Err(refuse_unread(
+            StatusCode::BAD_REQUEST,
+            "missing X-Gitea-Event (or X-Forgejo-Event) header",
+        )),
     }
 }
 
-/// The change an App installation event makes to what the App can reach.
-fn installation_change(event: &forgehand_forge::Event) -> Option<InstallationChange> {
-    use forgehand_forge::{Event, InstallationAction};
-    let (id, account, update) = match event {
-        Event::Installation {
-            action,
-            installation_id,
-            account,
-            repositories,
-            ..
-        } => {
-            let update = match action {
-                InstallationAction::Created => InstallationUpdate::Installed {
-                    repositories: repositories.clone(),
-                },
-                InstallationAction::Deleted => InstallationUpdate::Deleted,
-                InstallationAction::Suspended => InstallationUpdate::Suspended,
-                InstallationAction::Unsuspended => InstallationUpdate::Unsuspended,
-                InstallationAction::NewPermissionsAccepted => return None,
-            };
-            (*installation_id, account, update)
-        }
-        // Both lists are applied whatever the action: an "added" event
-        // lists nothing removed, and the other way round.
-        Event::InstallationRepositories {
-            installation_id,
-            account,
-            added,
-            removed,
-            ..
-        } => (
-            *installation_id,
-            account,
-            InstallationUpdate::Repositories {
-                added: added.clone(),
-                removed: removed.clone(),
-            },
-        ),
-        _ => return None,
+/// The signature the headers carry, decoded: a request without one that
+/// could match is refused before its body is read.
+fn signature_header(read: &DeliveryHeaders) -> Result<[u8; 32], Refusal> {
+    let Some((header, value)) = &read.signature else {
+        let expected = if read.forge.is_gitea_family() {
+            "X-Gitea-Signature"
+        } else {
+            "X-Hub-Signature-256"
+        };
+        return Err(refuse_unread(
+            StatusCode::UNAUTHORIZED,
+            format!("missing {expected} header"),
+        ));
     };
-    Some(InstallationChange {
-        id,
-        account: account.clone(),
-        update,
+    signature::decode_signature(value, read.signature_is_prefixed()).map_err(|error| {
+        let reason = match error {
+            SignatureError::Malformed => format!("malformed {header} header"),
+            other => other.to_string(),
+        };
+        refuse_unread(StatusCode::UNAUTHORIZED, reason)
     })
 }
 
-fn event_target(event: &forgehand_forge::Event) -> Option<u64> {
-    use forgehand_forge::Event::*;
-    match event {
-        Issue { issue, .. } | IssueComment { issue, .. } => Some(issue.number),
-        ReviewSubmitted { pull_request, .. }
-        | ReviewComment { pull_request, .. }
-        | PullRequest { pull_request, .. } => Some(pull_request.number),
-        _ => None,
+/// The event and delivery headers of a verified delivery. The signature
+/// covers the body only: these are still the sender's say, and are
+/// refused when longer than any forge sends.
+fn signed_headers(read: &DeliveryHeaders) -> Result<(String, String), Refusal> {
+    let (event_name_header, delivery_header) = if read.forge.is_gitea_family() {
+        ("X-Gitea-Event", "X-Gitea-Delivery")
+    } else {
+        ("X-GitHub-Event", "X-GitHub-Delivery")
+    };
+    let present = |value: &Option<String>, name: &str, max: usize| match value {
+        Some(v) if v.len() > max => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            format!("{name} header longer than {max} bytes"),
+        )),
+        Some(v) if !v.is_empty() => Ok(v.clone()),
+        _ => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            format!("missing {name} header"),
+        )),
+    };
+    let event = present(&read.event, event_name_header, MAX_EVENT_BYTES)?;
+    let delivery = present(&read.delivery_id, delivery_header, MAX_DELIVERY_ID_BYTES)?;
+    Ok((event, delivery))
+}
+
+fn too_large(limit: usize) -> Refusal {
+    refuse_unread(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("body larger than {limit} bytes (server.max_body_bytes)"),
+    )
+}
+
+fn body_refusal(error: BodyError, limit: usize) -> Refusal {
+    match error {
+        BodyError::TooLarge => too_large(limit),
+        BodyError::Busy => Refusal {
+            retry_after: Some("5"),
+            ..refuse_unread(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many webhook bodies are being received at once (server.body_buffer_bytes); retry later",
+            )
+        },
+        BodyError::TimedOut => refuse_unread(
+            StatusCode::REQUEST_TIMEOUT,
+            "the body did not arrive in time (server.body_read_timeout_ms)",
+        ),
+        BodyError::Unreadable => refuse_unread(StatusCode::BAD_REQUEST, "the body could not be read"),
     }
 }

@@ -415,6 +415,7 @@ mod tests {
             payload: None,
             jobs: Vec::new(),
             installation: None,
+            digest: None,
             received_at: 0,
         }
     }

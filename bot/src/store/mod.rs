@@ -97,7 +97,34 @@ pub struct NewDelivery {
     pub jobs: Vec<NewJob>,
     /// A GitHub App installation event's change, recorded with it.
     pub installation: Option<InstallationChange>,
+    /// The verified body's digest, for an accepted or ignored delivery:
+    /// the same body under another delivery id is then a duplicate.
+    pub digest: Option<PayloadDigest>,
     pub received_at: i64,
+}
+
+/// The SHA-256 of a verified body, and which set of secrets signed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadDigest {
+    /// `github`, or `gitea` for Gitea and Forgejo, which share their
+    /// secrets: whether Gitea's or Forgejo's header names a delivery is
+    /// the sender's say, not the signature's, so it is not part of the key.
+    pub signer: &'static str,
+    pub sha256: [u8; 32],
+}
+
+impl PayloadDigest {
+    pub fn of(forge: forgehand_forge::ForgeKind, body: &[u8]) -> Self {
+        use sha2::Digest;
+        PayloadDigest {
+            signer: if forge.is_gitea_family() {
+                "gitea"
+            } else {
+                "github"
+            },
+            sha256: sha2::Sha256::digest(body).into(),
+        }
+    }
 }
 
 /// What an installation event changes.
@@ -204,12 +231,55 @@ pub enum Recorded {
         delivery: i64,
         jobs: Vec<i64>,
     },
-    /// The delivery id was already recorded: no new job; `jobs` are the
-    /// ones the first delivery created.
+    /// The delivery id, or the same body under another delivery id, was
+    /// already recorded: no new job; `jobs` are the ones the first
+    /// delivery created (none once they are past their retention).
     Duplicate {
         delivery: i64,
         jobs: Vec<i64>,
+        of: DuplicateOf,
     },
+}
+
+/// What made a delivery a duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DuplicateOf {
+    /// A redelivery: the forge sent the same delivery id again.
+    DeliveryId,
+    /// A replay: a body already recorded, under a new delivery id.
+    Payload,
+}
+
+impl DuplicateOf {
+    /// The reason recorded with the duplicate.
+    pub fn reason(self) -> &'static str {
+        match self {
+            DuplicateOf::DeliveryId => "delivery id already recorded",
+            DuplicateOf::Payload => "payload already recorded under another delivery id",
+        }
+    }
+}
+
+/// What is past its retention: everything older than these times (Unix ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Deliveries other than refused ones, unless a job of theirs is kept.
+    pub deliveries_before: i64,
+    pub refused_before: i64,
+    /// Finished jobs (succeeded, failed, dead, cancelled), by when they
+    /// finished, with their runs. Waiting and running jobs are never deleted.
+    pub jobs_before: i64,
+    /// Digests of accepted and ignored bodies.
+    pub digests_before: i64,
+}
+
+/// What one pruning deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub deliveries: u64,
+    pub refused: u64,
+    pub jobs: u64,
+    pub digests: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
@@ -400,6 +470,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// The verified body of an accepted delivery (by row id).
     async fn delivery_payload(&self, id: i64) -> StoreResult<Option<Vec<u8>>>;
+
+    /// Deletes what is past `retention`, a batch at a time so that the
+    /// intake is never held up for long.
+    async fn prune(&self, retention: &Retention) -> StoreResult<Pruned>;
 
     /// Cheap liveness check of the database for `/readyz`.
     async fn ping(&self) -> StoreResult<()>;

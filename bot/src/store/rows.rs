@@ -19,6 +19,9 @@ pub struct DeliveryRow {
     pub sender: Option<String>,
     pub detail: Option<String>,
     pub received_at: i64,
+    /// For a duplicate: the row of the first delivery (a redelivery's, or
+    /// a replayed body's). Unset on duplicates recorded before it was kept.
+    pub duplicate_of: Option<i64>,
     /// Jobs this delivery created (for a duplicate: the original's).
     #[sqlx(skip)]
     pub jobs: Vec<i64>,

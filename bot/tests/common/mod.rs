@@ -23,6 +23,8 @@ pub const API_TOKEN: &str = "operator-token";
 pub struct TestApp {
     pub router: Router,
     pub store: Arc<dyn Store>,
+    /// The same store, for reading its tables directly.
+    pub sqlite: SqliteStore,
     pub config: Config,
     _dir: tempfile::TempDir,
 }
@@ -48,8 +50,8 @@ impl TestApp {
         let dir = tempfile::tempdir().unwrap();
         let mut config = config_for(dir.path());
         adjust(&mut config);
-        let store: Arc<dyn Store> =
-            Arc::new(SqliteStore::connect(&config.database.url).await.unwrap());
+        let sqlite = SqliteStore::connect(&config.database.url).await.unwrap();
+        let store: Arc<dyn Store> = Arc::new(sqlite.clone());
         let intake = IntakeWriter::spawn(
             store.intake_log().unwrap(),
             16,
@@ -59,6 +61,7 @@ impl TestApp {
         TestApp {
             router: router(state),
             store,
+            sqlite,
             config,
             _dir: dir,
         }
@@ -88,6 +91,23 @@ impl TestApp {
         let (status, body) = self.get("/api/deliveries").await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body["deliveries"].as_array().unwrap().clone()
+    }
+
+    /// The text of `GET /metrics`.
+    pub async fn metrics(&self) -> String {
+        let (status, body) = self
+            .send(Request::get("/metrics").body(Body::empty()).unwrap())
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body.as_str().unwrap().to_owned()
+    }
+
+    /// How many rows `table` has.
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(self.sqlite.pool())
+            .await
+            .unwrap()
     }
 
     pub async fn jobs(&self) -> Vec<Value> {
@@ -151,11 +171,44 @@ pub fn testdata() -> PathBuf {
     dir
 }
 
-/// A real GitHub `issues.labeled` payload, labeled with `label`.
+/// A real GitHub `issues.labeled` payload, labeled with `label`, as if
+/// sent now.
 pub fn labeled_issue(label: &str, number: u64) -> Vec<u8> {
-    let path = testdata().join("github/webhook-examples/issues/labeled.1.json");
-    let mut value: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let mut value = testdata_json("github/webhook-examples/issues/labeled.1.json");
     value["label"]["name"] = Value::from(label);
     value["issue"]["number"] = Value::from(number);
     serde_json::to_vec(&value).unwrap()
+}
+
+/// A test data payload, its timestamps moved to now: the real examples
+/// are years old, older than `database.digest_retention_days`, and a body
+/// that old is refused as a replay.
+pub fn testdata_json(path: &str) -> Value {
+    let mut value: Value =
+        serde_json::from_slice(&std::fs::read(testdata().join(path)).unwrap()).unwrap();
+    stamp(&mut value, &now_rfc3339());
+    value
+}
+
+/// Sets every timestamp the replay check reads that `payload` has.
+pub fn stamp(payload: &mut Value, at: &str) {
+    for object in ["comment", "issue", "pull_request", "review"] {
+        for field in ["created_at", "updated_at", "submitted_at"] {
+            if let Some(v) = payload.get_mut(object).and_then(|o| o.get_mut(field)) {
+                if !v.is_null() {
+                    *v = Value::from(at);
+                }
+            }
+        }
+    }
+}
+
+pub fn now_rfc3339() -> String {
+    rfc3339_days_ago(0)
+}
+
+pub fn rfc3339_days_ago(days: i64) -> String {
+    let at = time::OffsetDateTime::now_utc() - time::Duration::days(days);
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap()
 }

@@ -92,6 +92,7 @@ impl Queue {
                 payload: Some(CompressedPayload::compress(b"{}")),
                 jobs: vec![(&job).into()],
                 installation: None,
+                digest: None,
                 received_at: forgehand_bot::time::now_ms(),
             };
             match self

@@ -31,6 +31,10 @@ pub(crate) struct Expect {
     pub(crate) job: Option<(Value, String)>,
     /// A piece of the reason an ignored delivery must give.
     pub(crate) reason: Option<&'static str>,
+    /// The case whose body, byte for byte and signed with the same
+    /// secrets, was sent before: this one is a replay of it, answered as
+    /// a duplicate (200) that makes no job of its own.
+    pub(crate) replay_of: Option<String>,
 }
 
 pub(crate) fn text(v: &Value, ptr: &str) -> Option<String> {
@@ -115,6 +119,7 @@ impl Expect {
             names: None,
             job: None,
             reason: None,
+            replay_of: None,
         }
     }
 
@@ -135,6 +140,7 @@ impl Expect {
             names: None,
             job: None,
             reason: Some("does not act on"),
+            replay_of: None,
         }
     }
 

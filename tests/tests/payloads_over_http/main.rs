@@ -63,6 +63,14 @@ async fn every_payload_over_http_becomes_the_expected_delivery() {
     assert_eq!(gitea.len(), GITEA_FILES);
     let forgejo = gitea.iter().filter(|s| s.expect.forge == "forgejo").count();
     assert_eq!(forgejo, 19, "woodpecker-forgejo examples sent as Forgejo");
+    let replays = gitea
+        .iter()
+        .filter(|s| s.expect.replay_of.is_some())
+        .count();
+    assert_eq!(
+        replays, 4,
+        "woodpecker-gitea examples that are a woodpecker-forgejo file again"
+    );
     let real_jobs: Vec<&str> = github
         .iter()
         .chain(&gitea)

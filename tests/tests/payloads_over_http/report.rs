@@ -62,6 +62,9 @@ pub(crate) struct Sent {
 /// Checks the answer to one delivery right away.
 pub(crate) fn check_answer(report: &mut Report, sent: &Sent) {
     let (ctx, a, e) = (&sent.ctx, &sent.answer, &sent.expect);
+    if e.replay_of.is_some() {
+        return check_replay_answer(report, sent);
+    }
     let accepted = e.job.is_some() || e.records;
     let outcome = if accepted { "accepted" } else { "ignored" };
     if a.status != 202 {
@@ -93,6 +96,32 @@ pub(crate) fn check_answer(report: &mut Report, sent: &Sent) {
     }
 }
 
+/// A replay is answered like a redelivery: 200, a duplicate, the first
+/// delivery's jobs.
+fn check_replay_answer(report: &mut Report, sent: &Sent) {
+    let (ctx, a, e) = (&sent.ctx, &sent.answer, &sent.expect);
+    if a.status != 200 {
+        report.failures.push(format!(
+            "{ctx}: HTTP status is {}, expected 200 (a replay of {:?}): {}",
+            a.status, e.replay_of, a.body
+        ));
+        return;
+    }
+    report.eq(
+        ctx,
+        "answer.outcome",
+        &a.body["outcome"],
+        &json!("duplicate"),
+    );
+    let jobs = a.body["jobs"].as_array().map(Vec::len);
+    report.eq(
+        ctx,
+        "answer.jobs count",
+        &json!(jobs),
+        &json!(usize::from(e.job.is_some())),
+    );
+}
+
 /// Checks the delivery's row in `GET /api/deliveries` and its job in
 /// `GET /api/jobs`.
 pub(crate) fn check_record(
@@ -112,6 +141,16 @@ pub(crate) fn check_record(
     let accepted = e.job.is_some() || e.records;
     report.eq(ctx, "forge", &row["forge"], &json!(e.forge));
     report.eq(ctx, "event", &row["event"], &json!(e.event));
+    if e.replay_of.is_some() {
+        report.eq(ctx, "outcome", &row["outcome"], &json!("duplicate"));
+        report.eq(ctx, "status_code", &row["status_code"], &json!(200));
+        let reason = row["reason"].as_str().unwrap_or_default();
+        report.check(ctx, reason.contains("payload already recorded"), || {
+            format!("a replay's reason is {reason:?}")
+        });
+        report.eq(ctx, "jobs", &row["jobs"], &sent.answer.body["jobs"]);
+        return;
+    }
     report.eq(ctx, "event_name", &row["event_name"], &json!(e.event_name));
     report.eq(
         ctx,
@@ -201,7 +240,10 @@ pub(crate) struct Recorded {
 pub(crate) async fn recorded(server: &TestServer, sent: &[&Sent], report: &mut Report) -> Recorded {
     let rows = server.deliveries().await;
     let jobs = server.jobs().await;
-    let accepted = sent.iter().filter(|s| s.expect.job.is_some()).count();
+    let accepted = sent
+        .iter()
+        .filter(|s| s.expect.job.is_some() && s.expect.replay_of.is_none())
+        .count();
     let (n_rows, n_jobs) = (rows.len(), jobs.len());
     report.check("the operator API", n_rows == sent.len(), || {
         format!("{n_rows} delivery rows for {} POSTs", sent.len())

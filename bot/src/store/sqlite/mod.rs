@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
+mod prune;
 mod record;
 
 use record::{SqliteIntake, SqliteIntakeLog, WalSync};
@@ -97,6 +98,8 @@ macro_rules! claimable {
 // SQLite use it.
 const FIRST_DELIVERY: &str = "SELECT id FROM deliveries \
      WHERE forge = ?1 AND delivery_id = ?2 AND outcome IN ('accepted', 'ignored')";
+/// The first delivery of a body, when a new delivery's digest is taken.
+const DIGEST_OWNER: &str = "SELECT delivery FROM payload_digests WHERE signer = ?1 AND sha256 = ?2";
 const JOBS_OF_DELIVERY: &str = "SELECT id FROM jobs WHERE delivery = ?1 ORDER BY id";
 const JOBS_OF_FIRST_DELIVERY: &str = "SELECT j.id FROM jobs j JOIN deliveries d ON j.delivery = d.id \
      WHERE d.forge = ?1 AND d.delivery_id = ?2 AND d.outcome IN ('accepted', 'ignored') ORDER BY j.id";
@@ -381,7 +384,7 @@ impl Store for SqliteStore {
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
         let mut sql = QueryBuilder::<Sqlite>::new(
             "SELECT id, forge, delivery_id, event, event_name, outcome, status_code, reason, repo, target, \
-             sender, detail, received_at FROM deliveries WHERE 1 = 1",
+             sender, detail, received_at, duplicate_of FROM deliveries WHERE 1 = 1",
         );
         if let Some(forge) = &query.forge {
             sql.push(" AND forge = ").push_bind(forge);
@@ -396,8 +399,15 @@ impl Store for SqliteStore {
             .push_bind(i64::from(query.limit));
         let mut rows: Vec<DeliveryRow> = sql.build_query_as().fetch_all(&self.pool).await?;
         for row in &mut rows {
-            row.jobs = match row.outcome {
-                Outcome::Duplicate => {
+            row.jobs = match (row.outcome, row.duplicate_of) {
+                (Outcome::Duplicate, Some(first)) => {
+                    sqlx::query_scalar(JOBS_OF_DELIVERY)
+                        .bind(first)
+                        .fetch_all(&self.pool)
+                        .await?
+                }
+                // Recorded before duplicates pointed at their first.
+                (Outcome::Duplicate, None) => {
                     sqlx::query_scalar(JOBS_OF_FIRST_DELIVERY)
                         .bind(&row.forge)
                         .bind(&row.delivery_id)
@@ -574,6 +584,10 @@ impl Store for SqliteStore {
         }
     }
 
+    async fn prune(&self, retention: &Retention) -> StoreResult<Pruned> {
+        prune::prune(&self.pool, retention).await
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
@@ -610,12 +624,37 @@ mod tests {
             (FIRST_DELIVERY, "deliveries_once"),
             (JOBS_OF_DELIVERY, "jobs_by_delivery"),
             (JOBS_OF_FIRST_DELIVERY, "jobs_by_delivery"),
+            (DIGEST_OWNER, "PRIMARY KEY"),
         ] {
             let plan = query_plan(sql).await;
             assert!(
                 plan.iter().all(|step| step.starts_with("SEARCH")),
                 "{sql}\n{plan:#?}"
             );
+            assert!(
+                plan.iter().any(|step| step.contains(index)),
+                "{sql} does not use {index}\n{plan:#?}"
+            );
+        }
+    }
+
+    /// Pruning runs beside the intake, a batch at a time: finding a batch
+    /// must not read every delivery, job or digest ever kept.
+    #[tokio::test]
+    async fn pruning_finds_its_rows_through_an_index() {
+        for (sql, index) in [
+            (prune::PRUNE_JOB_RUNS, "jobs_finished"),
+            (prune::PRUNE_JOBS, "jobs_finished"),
+            (prune::PRUNE_DELIVERIES, "deliveries_by_age"),
+            (prune::PRUNE_REFUSED, "deliveries_by_age"),
+            (prune::PRUNE_DIGESTS, "payload_digests_by_age"),
+        ] {
+            let plan = query_plan(sql).await;
+            let scanned: Vec<&String> = plan
+                .iter()
+                .filter(|step| step.starts_with("SCAN ") || step.contains("TEMP B-TREE"))
+                .collect();
+            assert!(scanned.is_empty(), "{sql}\n{plan:#?}");
             assert!(
                 plan.iter().any(|step| step.contains(index)),
                 "{sql} does not use {index}\n{plan:#?}"

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, params_from_iter, Connection};
 
 use crate::store::{
-    CompressedPayload, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery, Outcome,
-    Recorded, StoreError, StoreResult, SyncHandle,
+    CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery,
+    Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
 };
 
 pub(super) struct SqliteIntake {
@@ -122,17 +122,25 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
     // that doubled the cost of a row.
     let delivery = if claims_id {
         let mut claim = tx.prepare_cached(CLAIM_DELIVERY)?;
-        let inserted = claim.execute(params_from_iter(delivery_params(
-            d,
-            d.outcome,
-            d.status_code,
-        )))?;
+        let inserted = claim.execute(params_from_iter(delivery_params(d, d.outcome, None)))?;
         if inserted == 0 {
-            return record_duplicate(tx, d);
+            let first: i64 = tx.query_row(
+                super::FIRST_DELIVERY,
+                params![d.forge, d.delivery_id],
+                |r| r.get(0),
+            )?;
+            let delivery = insert_delivery(tx, d, Outcome::Duplicate, Some(first))?;
+            return duplicate(tx, delivery, first, DuplicateOf::DeliveryId);
         }
-        tx.last_insert_rowid()
+        let delivery = tx.last_insert_rowid();
+        if let Some(digest) = &d.digest {
+            if let Some(first) = claim_digest(tx, digest, d, delivery)? {
+                return record_replay(tx, delivery, first);
+            }
+        }
+        delivery
     } else {
-        insert_delivery(tx, d, d.outcome, d.status_code)?
+        insert_delivery(tx, d, d.outcome, None)?
     };
     let mut insert_job = tx.prepare_cached(
         "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at, supersedable) \
@@ -156,6 +164,55 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
         record_installation(tx, change, d.received_at)?;
     }
     Ok(Recorded::New { delivery, jobs })
+}
+
+/// Records the digest of delivery `delivery`'s body, unless the same body
+/// was recorded before: then returns the row of the delivery it came with.
+fn claim_digest(
+    tx: &Connection,
+    digest: &PayloadDigest,
+    d: &NewDelivery,
+    delivery: i64,
+) -> StoreResult<Option<i64>> {
+    let mut claim = tx.prepare_cached(
+        "INSERT INTO payload_digests (signer, sha256, event, delivery, received_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (signer, sha256) DO NOTHING",
+    )?;
+    let inserted = claim.execute(params![
+        digest.signer,
+        &digest.sha256[..],
+        d.event,
+        delivery,
+        d.received_at
+    ])?;
+    if inserted == 1 {
+        return Ok(None);
+    }
+    let first = tx
+        .prepare_cached(super::DIGEST_OWNER)?
+        .query_row(params![digest.signer, &digest.sha256[..]], |r| r.get(0))?;
+    Ok(Some(first))
+}
+
+/// A body already recorded, under a new delivery id: the row just claimed
+/// becomes a duplicate, which holds no delivery id and keeps no body, and
+/// nothing of the delivery (jobs, an installation's change) is applied.
+fn record_replay(tx: &Connection, delivery: i64, first: i64) -> StoreResult<Recorded> {
+    tx.prepare_cached(
+        "UPDATE deliveries SET outcome = 'duplicate', status_code = 200, reason = ?1, \
+         payload = NULL, duplicate_of = ?2 WHERE id = ?3",
+    )?
+    .execute(params![DuplicateOf::Payload.reason(), first, delivery])?;
+    duplicate(tx, delivery, first, DuplicateOf::Payload)
+}
+
+/// The answer to a duplicate: the first delivery's jobs.
+fn duplicate(tx: &Connection, delivery: i64, first: i64, of: DuplicateOf) -> StoreResult<Recorded> {
+    let mut jobs = tx.prepare_cached(super::JOBS_OF_DELIVERY)?;
+    let jobs = jobs
+        .query_map([first], |r| r.get(0))?
+        .collect::<Result<Vec<i64>, _>>()?;
+    Ok(Recorded::Duplicate { delivery, jobs, of })
 }
 
 fn record_installation(tx: &Connection, change: &InstallationChange, now: i64) -> StoreResult<()> {
@@ -198,37 +255,23 @@ fn record_installation(tx: &Connection, change: &InstallationChange, now: i64) -
     Ok(())
 }
 
-/// A redelivery: recorded as such, pointing at the first delivery's jobs.
-fn record_duplicate(tx: &Connection, d: &NewDelivery) -> StoreResult<Recorded> {
-    let first: i64 = tx.query_row(
-        super::FIRST_DELIVERY,
-        params![d.forge, d.delivery_id],
-        |r| r.get(0),
-    )?;
-    let delivery = insert_delivery(tx, d, Outcome::Duplicate, 200)?;
-    let mut jobs = tx.prepare_cached(super::JOBS_OF_DELIVERY)?;
-    let jobs = jobs
-        .query_map([first], |r| r.get(0))?
-        .collect::<Result<Vec<i64>, _>>()?;
-    Ok(Recorded::Duplicate { delivery, jobs })
-}
-
+/// Inserts a delivery as `outcome`; a duplicate points at its first.
 fn insert_delivery(
     tx: &Connection,
     d: &NewDelivery,
     outcome: Outcome,
-    status_code: u16,
+    duplicate_of: Option<i64>,
 ) -> StoreResult<i64> {
     let mut insert = tx.prepare_cached(INSERT_DELIVERY)?;
-    insert.execute(params_from_iter(delivery_params(d, outcome, status_code)))?;
+    insert.execute(params_from_iter(delivery_params(d, outcome, duplicate_of)))?;
     Ok(tx.last_insert_rowid())
 }
 
 macro_rules! insert_delivery_sql {
     () => {
         "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, \
-         status_code, reason, repo, target, sender, detail, payload, received_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+         status_code, reason, repo, target, sender, detail, payload, received_at, duplicate_of) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
     };
 }
 
@@ -243,12 +286,12 @@ const CLAIM_DELIVERY: &str = concat!(
 fn delivery_params(
     d: &NewDelivery,
     outcome: Outcome,
-    status_code: u16,
-) -> [Box<dyn rusqlite::ToSql + '_>; 13] {
-    let reason = if outcome == Outcome::Duplicate {
-        Some("delivery id already recorded")
+    duplicate_of: Option<i64>,
+) -> [Box<dyn rusqlite::ToSql + '_>; 14] {
+    let (status_code, reason) = if outcome == Outcome::Duplicate {
+        (200, Some(DuplicateOf::DeliveryId.reason()))
     } else {
-        d.reason.as_deref()
+        (d.status_code, d.reason.as_deref())
     };
     // Only an accepted delivery's body is kept: it is what its jobs came from.
     let payload = (outcome == Outcome::Accepted)
@@ -268,6 +311,7 @@ fn delivery_params(
         Box::new(d.detail.as_deref()),
         Box::new(payload),
         Box::new(d.received_at),
+        Box::new(duplicate_of),
     ]
 }
 

@@ -93,7 +93,8 @@ impl ForgeState {
             Kind::GitHub => github::payload(self, &site, sender, &change),
             Kind::Gitea => gitea::payload(self, &site, sender, &change),
         };
-        let Some(payload) = payload else { return };
+        let Some(mut payload) = payload else { return };
+        stamp_now(&mut payload.body, &change);
         // GitHub sends compact JSON; Gitea indents it (`json.MarshalIndent`).
         let body = match kind {
             Kind::GitHub => serde_json::to_vec(&payload.body),
@@ -127,6 +128,34 @@ impl ForgeState {
                 error: (!queued).then(|| "the fake forge's delivery task is gone".into()),
             });
         }
+    }
+}
+
+/// The change happens now, and the payload says so as the real forges'
+/// do: the issue's or pull request's `updated_at`, and the new comment's
+/// or review's own time. (The templates' times are years old, and
+/// Forgehand refuses a body that old as a replay.)
+fn stamp_now(body: &mut serde_json::Value, change: &Change) {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .expect("0 is a valid nanosecond")
+        .format(&time::format_description::well_known::Rfc3339)
+        .expect("a time formats as RFC 3339");
+    let mut set = |object: &str, field: &str| {
+        if let Some(v) = body.get_mut(object).and_then(|o| o.get_mut(field)) {
+            *v = serde_json::Value::from(now.clone());
+        }
+    };
+    set("issue", "updated_at");
+    set("pull_request", "updated_at");
+    match change {
+        Change::Commented { .. } | Change::ReviewReply { .. } => {
+            set("comment", "created_at");
+            set("comment", "updated_at");
+        }
+        Change::CommentEdited { .. } => set("comment", "updated_at"),
+        Change::Reviewed { .. } => set("review", "submitted_at"),
+        _ => {}
     }
 }
 
