@@ -34,10 +34,11 @@ base_packages() {
   apt_install ca-certificates curl git build-essential pkg-config libssl-dev openssl
 }
 
-# sandbox_packages: what the namespace sandbox backend runs (bubblewrap,
-# nsenter from util-linux) and what builds the guest rootfs (debootstrap).
+# sandbox_packages: what the namespace sandbox backend runs (bubblewrap;
+# mkfs.ext4 from e2fsprogs and mount from util-linux for the working
+# copies' file systems) and what builds the guest rootfs (debootstrap).
 sandbox_packages() {
-  apt_install bubblewrap util-linux debootstrap
+  apt_install bubblewrap util-linux e2fsprogs mount debootstrap
 }
 
 # sandbox_user: the host user the namespace backend runs sandboxes as

@@ -404,4 +404,53 @@ mod tests {
             programs()[0].len() * 8
         );
     }
+
+    #[test]
+    fn the_documented_list_is_this_list() {
+        let doc = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/security.md"),
+        )
+        .unwrap();
+        let start = doc
+            .find("<!-- seccomp: start -->")
+            .expect("the start marker");
+        let end = doc.find("<!-- seccomp: end -->").expect("the end marker");
+        let block = &doc[start..end];
+        let documented: std::collections::BTreeSet<&str> = block
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|name| {
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+            .collect();
+        let denied: std::collections::BTreeSet<&str> = DENIED.iter().map(|(n, _, _)| *n).collect();
+        let with_arguments = [
+            "clone",
+            "chmod",
+            "fchmod",
+            "fchmodat",
+            "fchmodat2",
+            "mknod",
+            "mknodat",
+            "open",
+            "openat",
+            "creat",
+            "socket",
+            "personality",
+        ];
+        for name in &denied {
+            assert!(
+                documented.contains(name),
+                "{name} is refused but not documented"
+            );
+        }
+        for name in &documented {
+            assert!(
+                denied.contains(name) || with_arguments.contains(name),
+                "{name} is documented but not in the filter"
+            );
+        }
+    }
 }
