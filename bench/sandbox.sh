@@ -13,8 +13,9 @@
 #       podman:    podman exec in a container started once
 # The microvm backend is measured where a microVM boots (not on these
 # machines: see shared/notes/sandbox.md); it is reported as not run.
-# Targets for the namespace backend: create-to-first-exec < 10 ms p50,
-# exec < 5 ms p50. Reported, not enforced.
+# Targets for the namespace backend (with its host user, /proc masks,
+# seccomp filter and Landlock): create-to-first-exec at least 10x faster
+# than podman's, p50; exec < 5 ms p50. Reported, not enforced.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 . "$repo/scripts/lib.sh"
@@ -86,8 +87,9 @@ done
 echo "| microvm | not run: no microVM boots on this machine (paravirtual KVM) | | | |"
 ns_create=$(grep "^namespace create_to_first_exec " "$results" | sed -E 's/.*p50_ms=([0-9.]+).*/\1/')
 ns_exec=$(grep "^namespace exec_true " "$results" | sed -E 's/.*p50_ms=([0-9.]+).*/\1/')
+pm_create=$(grep "^podman create_to_first_exec " "$results" | sed -E 's/.*p50_ms=([0-9.]+).*/\1/')
 echo
-awk -v c="$ns_create" -v e="$ns_exec" 'BEGIN {
-  printf "namespace create-to-first-exec p50 %.2f ms   target < 10 ms: %s\n", c, (c < 10 ? "yes" : "NO")
-  printf "namespace exec round trip p50 %.2f ms        target < 5 ms: %s\n", e, (e < 5 ? "yes" : "NO")
+awk -v c="$ns_create" -v e="$ns_exec" -v p="$pm_create" 'BEGIN {
+  printf "namespace create-to-first-exec p50 %.2f ms: %.1fx faster than podman   target >= 10x: %s\n", c, p / c, (p / c >= 10 ? "yes" : "NO")
+  printf "namespace exec round trip p50 %.2f ms                               target < 5 ms: %s\n", e, (e < 5 ? "yes" : "NO")
 }'

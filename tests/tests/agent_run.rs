@@ -61,7 +61,11 @@ impl Project {
     fn run(&self, server: &ModelServer, dialect: &str, config: &str) -> (i32, Value) {
         let cwd = self.root.path();
         std::fs::write(cwd.join("forgehand.toml"), config).unwrap();
-        let out = Command::new(forgehand_binary())
+        // A run that hangs (a host-side tool blocked on what the agent
+        // planted) fails the test instead of hanging it.
+        let out = Command::new("timeout")
+            .arg("180")
+            .arg(forgehand_binary())
             .args(["run", "--json", "--backend", "namespace", "--task"])
             .arg("Fix add in calc.sh")
             .arg("--config")
@@ -700,4 +704,51 @@ async fn a_forgehand_toml_in_the_repository_does_not_configure_the_run() {
         "{stderr}"
     );
     assert!(canary.hits() > 0, "the file named with --config is read");
+}
+
+/// A prompt-injected agent turns on the host: a FIFO fed from inside the
+/// sandbox for the host's read_file and write_file, and the disk filled
+/// from inside. The run goes on (each tool call answers at once), the
+/// writes stop at the working copy's file system, and nothing of it is
+/// committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_is_not_held_by_a_fifo_nor_filled_by_the_agent() {
+    let project = Project::new();
+    let steps = vec![
+        // A process inside keeps a FIFO fed, for ever.
+        Step::call(
+            "bash",
+            json!({"command": "mkfifo feed && (nohup sh -c 'yes >feed' >/dev/null 2>&1 &) && echo started"}),
+        ),
+        Step::call("read_file", json!({"path": "feed"})),
+        Step::call("write_file", json!({"path": "feed", "content": "x"})),
+        Step::call(
+            "edit_file",
+            json!({"path": "feed", "old_string": "y", "new_string": "n"}),
+        ),
+        Step::call(
+            "bash",
+            json!({"command": "dd if=/dev/zero of=/workspace/fill bs=1M count=300 2>&1 | grep -E 'No space|copied'; dd if=/dev/zero of=/tmp/fill bs=1M count=300 2>&1 | grep -E 'No space|copied'; rm -f /workspace/fill"}),
+        ),
+        Step::finish("nothing", "nothing"),
+    ];
+    let server = ModelServer::start(steps).await.unwrap();
+    let config = format!("{QUICK_RETRIES}\n[sandbox]\ndisk_mib = 64\ntmp_mib = 64\n");
+    let (_, report) = tokio::task::block_in_place(|| project.run(&server, "openai", &config));
+    let events = transcript(&report);
+    let tools = tool_events(&events);
+    assert_eq!(tools.len(), 6, "every call answered: {report:#}");
+    for event in &tools[1..4] {
+        let result = event["result"].as_str().unwrap();
+        assert_eq!(event["is_error"], true, "{result}");
+        assert!(result.contains("not a regular file"), "{result}");
+    }
+    let filled = tools[4]["result"].as_str().unwrap();
+    assert_eq!(
+        filled.matches("No space left on device").count(),
+        2,
+        "/workspace and /tmp stop at their sizes: {filled}"
+    );
+    // The FIFO cannot be committed; the gate leaves it out.
+    assert_eq!(report["reason"], "no_changes", "{report:#}");
 }

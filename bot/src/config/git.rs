@@ -31,6 +31,9 @@ pub struct GitConfig {
     /// The author and committer of the bot's commits.
     pub commit_name: String,
     pub commit_email: String,
+    /// A file the agent leaves larger than this refuses the push
+    /// (`too_large`) and is never read; GitHub refuses files over 100 MiB.
+    pub max_file_mib: u64,
 }
 
 impl Default for GitConfig {
@@ -44,11 +47,20 @@ impl Default for GitConfig {
             known_hosts_path: None,
             commit_name: "forgehand[bot]".into(),
             commit_email: "forgehand@users.noreply.localhost".into(),
+            max_file_mib: 100,
         }
     }
 }
 
 impl GitConfig {
+    /// How much of the working copy the gate reads.
+    pub fn tree_limits(&self) -> forgehand_forge::git::TreeLimits {
+        forgehand_forge::git::TreeLimits {
+            max_file_bytes: self.max_file_mib.saturating_mul(1 << 20),
+            ..Default::default()
+        }
+    }
+
     /// What marks a branch as the bot's: `forgehand/` by default.
     pub fn branch_prefix(&self) -> &str {
         let end = self.branch_pattern.find('{').unwrap_or(0);
@@ -78,6 +90,9 @@ impl GitConfig {
     }
 
     pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        if self.max_file_mib == 0 {
+            problems.push("git.max_file_mib: must be at least 1".into());
+        }
         let pattern = &self.branch_pattern;
         let prefix = self.branch_prefix();
         if !pattern.contains("{number}") {

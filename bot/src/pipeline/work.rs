@@ -74,6 +74,7 @@ impl Pipeline {
         // existing one when a previous run pushed it).
         let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
         let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
+        let tree_limits = self.config.git.tree_limits();
         let prepared = {
             let (url, credentials, branch, base, tree, git_dir) = (
                 url.clone(),
@@ -105,8 +106,7 @@ impl Pipeline {
                             None,
                         )
                     };
-                    let before = gate::before(&copy, git::TreeLimits::default())
-                        .map_err(|e| e.to_string())?;
+                    let before = gate::before(&copy, tree_limits).map_err(|e| e.to_string())?;
                     Ok((expected, before))
                 },
             )
