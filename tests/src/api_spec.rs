@@ -32,6 +32,16 @@ pub struct Matched {
     pub method: String,
     /// `/repos/{owner}/{repo}/issues/{index}`.
     pub template: String,
+    /// The query parameters the operation declares: a list that takes
+    /// `per_page` (GitHub) or `limit` (Gitea) is served in pages.
+    pub query: Vec<String>,
+}
+
+impl Matched {
+    /// Whether the operation declares the query parameter `name`.
+    pub fn takes(&self, name: &str) -> bool {
+        self.query.iter().any(|q| q == name)
+    }
 }
 
 impl ApiSpec {
@@ -163,12 +173,16 @@ impl ApiSpec {
                 ));
             }
         }
-        let given: Vec<String> = query
+        let pairs: Vec<(String, String)> = query
             .unwrap_or_default()
             .split('&')
             .filter(|p| !p.is_empty())
-            .map(|p| p.split('=').next().unwrap_or_default().to_owned())
+            .map(|p| {
+                let (name, value) = p.split_once('=').unwrap_or((p, ""));
+                (name.to_owned(), value.to_owned())
+            })
             .collect();
+        let given: Vec<String> = pairs.iter().map(|(name, _)| name.clone()).collect();
         for (name, place, _, required) in &op.parameters {
             if place == "query" && *required && !given.contains(name) {
                 return Err(format!(
@@ -177,14 +191,20 @@ impl ApiSpec {
                 ));
             }
         }
-        for name in &given {
-            let known = op
+        for (name, value) in &pairs {
+            let Some((_, _, kind, _)) = op
                 .parameters
                 .iter()
-                .any(|(n, place, _, _)| n == name && place == "query");
-            if !known {
+                .find(|(n, place, _, _)| n == name && place == "query")
+            else {
                 return Err(format!(
                     "{method} {}: unknown query parameter {name}",
+                    op.template
+                ));
+            };
+            if kind == "integer" && value.parse::<i64>().is_err() {
+                return Err(format!(
+                    "{method} {}: query parameter {name} must be an integer, got {value:?}",
                     op.template
                 ));
             }
@@ -207,6 +227,12 @@ impl ApiSpec {
         Ok(Matched {
             method: method.to_owned(),
             template: op.template.clone(),
+            query: op
+                .parameters
+                .iter()
+                .filter(|(_, place, _, _)| place == "query")
+                .map(|(name, _, _, _)| name.clone())
+                .collect(),
         })
     }
 

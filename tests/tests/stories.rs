@@ -9,7 +9,7 @@ use forgehand_tests::fake_forge::{CallFault, Kind};
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
 use forgehand_tests::story::{
-    host_processes_with, only, Story, MAINTAINER, OUTSIDER, STATUS_MARKER,
+    host_processes_with, only, Story, MAINTAINER, OUTSIDER, REPO, STATUS_MARKER,
 };
 use serde_json::{json, Value};
 
@@ -517,5 +517,143 @@ async fn as_a_github_app_a_labeled_issue_becomes_a_pull_request_with_a_check_run
     // The App's own comments came back as webhooks from `forgehand[bot]`
     // and made no job.
     assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+/// An issue with 150 comments: the maintainer's request in comment 140
+/// reaches the agent, and when the job runs again (the service killed
+/// mid-job) its status comment, the 151st, is found and edited, not made
+/// twice. GitHub serves issue comments 100 a page at most; Gitea serves
+/// them whole.
+async fn an_issue_with_150_comments_is_read_to_the_end(kind: Kind) {
+    let needle = match kind {
+        Kind::GitHub => "828281",
+        Kind::Gitea => "828282",
+    };
+    let mut script = vec![Step::call(
+        "bash",
+        json!({"command": format!("sleep 4 && echo {needle}")}),
+    )];
+    script.extend(good_script());
+    let mut story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
+    story.forge.with(|s| {
+        for n in 1..=150 {
+            if n == 140 {
+                s.add_comment(
+                    REPO,
+                    1,
+                    MAINTAINER,
+                    "Keep sub() as it is. (request-in-comment-140)",
+                );
+            } else if n == 150 {
+                s.add_comment(REPO, 1, MAINTAINER, "Thanks! (last-comment-150)");
+            } else {
+                s.add_comment(REPO, 1, OUTSIDER, &format!("me too ({n})"));
+            }
+        }
+    });
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host_processes_with(needle).is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
+    story.kill_forgehand();
+    story.start_forgehand().await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["attempts"], 2, "the lease ran out and it ran again");
+    let requests = story.model.requests();
+    assert!(requests.len() >= 2, "{}", requests.len());
+    for request in &requests {
+        let sent = request.body.to_string();
+        assert!(
+            sent.contains("(request-in-comment-140)") && sent.contains("(last-comment-150)"),
+            "the maintainer's comments reach the agent"
+        );
+        assert!(!sent.contains("me too"), "a reader's do not");
+    }
+    assert_eq!(
+        story.bot_comments(1).len(),
+        1,
+        "the status comment was found on the second page and edited"
+    );
+    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    assert_eq!(story.pulls().len(), 1);
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_an_issue_with_150_comments_is_read_to_the_end() {
+    an_issue_with_150_comments_is_read_to_the_end(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_an_issue_with_150_comments_is_read_to_the_end() {
+    an_issue_with_150_comments_is_read_to_the_end(Kind::Gitea).await;
+}
+
+/// A Gitea repository with 60 open pull requests newer than the bot's,
+/// so the bot's is on the second page of the open ones (Gitea lists the
+/// newest first, 50 at most a page): a follow-up request on the issue
+/// finds it and updates it, and no second one is attempted.
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() {
+    let mut script = good_script();
+    script.extend([
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::finish("Documented add.", "Document add"),
+    ]);
+    let story = Story::start(Kind::Gitea, script).await;
+    story.label(1).await;
+    story.settled().await;
+    story.forge.with(|s| {
+        for n in 1..=60 {
+            s.add_pull(
+                REPO,
+                OUTSIDER,
+                &format!("Change {n}"),
+                &format!("change-{n}"),
+                "main",
+            );
+        }
+    });
+    story
+        .comment(1, MAINTAINER, "@forgehand please document add too")
+        .await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "request");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(
+        story.log_of("forgehand/1-fix-add").await,
+        ["Document add", "Fix add in calc.sh", "start"]
+    );
+    let bots: Vec<_> = story
+        .pulls()
+        .into_iter()
+        .filter(|p| p.user == "forgehand")
+        .collect();
+    assert_eq!(bots.len(), 1, "{bots:#?}");
+    assert_eq!(
+        (bots[0].number, bots[0].title.as_str()),
+        (2, "Document add")
+    );
+    let calls = story.forge.with(|s| s.calls.clone());
+    let count = |call: &str| calls.iter().filter(|c| *c == call).count();
+    assert_eq!(
+        (
+            count("POST /repos/{owner}/{repo}/pulls"),
+            count("PATCH /repos/{owner}/{repo}/pulls/{index}")
+        ),
+        (1, 1),
+        "opened once, then updated: {calls:#?}"
+    );
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }

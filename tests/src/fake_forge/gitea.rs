@@ -5,10 +5,10 @@ use serde_json::{json, Value};
 
 use super::state::{FakeComment, FakeIssue, ForgeState};
 use super::webhooks::Change;
-use super::{Answer, Kind, Request};
+use super::{user_json, Answer, Kind, Request};
 
 pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {
-    let (repo, user, body, query) = (r.repo, r.user, r.body, r.query);
+    let (repo, user, body) = (r.repo, r.user, r.body);
     let not_found = || (StatusCode::NOT_FOUND, "not found".to_owned());
     let t = template
         .strip_prefix("/repos/{owner}/{repo}")
@@ -89,7 +89,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .push((repo.into(), target, user.into(), content.clone()));
             Ok((
                 StatusCode::CREATED,
-                json!({"user": {"login": user}, "content": content}),
+                json!({"user": user_json(Kind::Gitea, user), "content": content}),
             ))
         }
         ("GET", "/collaborators/{collaborator}/permission") => {
@@ -97,7 +97,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             match s.permissions.get(&(repo.to_owned(), login.clone())) {
                 Some(p) => Ok((
                     StatusCode::OK,
-                    json!({"permission": p, "role_name": p, "user": {"login": login}}),
+                    json!({"permission": p, "role_name": p, "user": user_json(Kind::Gitea, &login)}),
                 )),
                 None => Err((
                     StatusCode::FORBIDDEN,
@@ -106,14 +106,50 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             }
         }
         ("GET", "/pulls") => {
-            let want_open = query.unwrap_or_default().contains("state=open");
-            let list: Vec<Value> = s
+            // Gitea's default state is `open`.
+            let state = r.param("state").unwrap_or("open");
+            let mut list: Vec<&FakeIssue> = s
                 .issues
                 .iter()
-                .filter(|i| i.repo == repo && i.pull.is_some() && (!want_open || i.open))
-                .map(pull_json)
+                .filter(|i| i.repo == repo && i.pull.is_some())
+                .filter(|i| match state {
+                    "open" => i.open,
+                    "closed" => !i.open,
+                    _ => true,
+                })
                 .collect();
-            Ok((StatusCode::OK, Value::Array(list)))
+            // Newest first: Gitea's default sort (`issue.created_unix`
+            // descending).
+            list.sort_by(|a, b| b.number.cmp(&a.number));
+            Ok((
+                StatusCode::OK,
+                Value::Array(list.into_iter().map(pull_json).collect()),
+            ))
+        }
+        ("GET", "/pulls/{base}/{head}") => {
+            // `head` is a branch of this repository, or `owner:branch` /
+            // `owner/name:branch` of another. The first pull request with
+            // that base and head, whatever its state, as Gitea's
+            // `GetPullRequestByBaseHeadInfo` answers.
+            let (base, head) = (r.arg("base"), r.arg("head"));
+            let name = repo.split('/').nth(1).unwrap_or_default();
+            let (head_repo, branch) = match head.split_once(':') {
+                Some((owner, branch)) if owner.contains('/') => (owner.to_owned(), branch),
+                Some((owner, branch)) => (format!("{owner}/{name}"), branch),
+                None => (repo.to_owned(), head.as_str()),
+            };
+            let pr = s
+                .issues
+                .iter()
+                .filter(|i| i.repo == repo && i.head_repo() == head_repo)
+                .filter(|i| {
+                    i.pull
+                        .as_ref()
+                        .is_some_and(|(h, b)| h == branch && *b == base)
+                })
+                .min_by_key(|i| i.number)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::OK, pull_json(pr)))
         }
         ("POST", "/pulls") => match s
             .open_pull(repo, user, body)
@@ -170,7 +206,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .reviews
                 .iter()
                 .filter(|review| review.repo == repo && review.pr == r.num("index"))
-                .map(|review| json!({"id": review.id, "user": {"login": review.user}, "state": review.state, "body": review.body}))
+                .map(|review| json!({"id": review.id, "user": user_json(Kind::Gitea, &review.user), "state": review.state, "body": review.body}))
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }
@@ -188,7 +224,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .review_comments
                 .iter()
                 .filter(|c| c.review_id == id)
-                .map(|c| json!({"id": c.id, "pull_request_review_id": c.review_id, "user": {"login": c.user},
+                .map(|c| json!({"id": c.id, "pull_request_review_id": c.review_id, "user": user_json(Kind::Gitea, &c.user),
                                "path": c.path, "position": c.position, "body": c.body, "commit_id": c.commit_id}))
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
@@ -226,7 +262,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             s.notify(Kind::Gitea, repo, user, Change::Reviewed { review: id });
             Ok((
                 StatusCode::OK,
-                json!({"id": id, "user": {"login": user}, "state": state}),
+                json!({"id": id, "user": user_json(Kind::Gitea, user), "state": state}),
             ))
         }
         ("POST", "/statuses/{sha}") => {
@@ -251,24 +287,34 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
 }
 
 fn issue_json(i: &FakeIssue) -> Value {
+    // Gitea sends `assignees: null` when there are none.
+    let assignees = (!i.assignees.is_empty()).then(|| {
+        i.assignees
+            .iter()
+            .map(|a| user_json(Kind::Gitea, a))
+            .collect::<Vec<_>>()
+    });
     json!({
         "id": i.number, "number": i.number, "title": i.title, "body": i.body,
-        "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
+        "user": user_json(Kind::Gitea, &i.user), "state": if i.open { "open" } else { "closed" },
         "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
-        "assignees": i.assignees.iter().map(|a| json!({"login": a})).collect::<Vec<_>>(),
+        "assignees": assignees,
         "pull_request": i.pull.as_ref().map(|_| json!({"merged": false})),
     })
 }
 
 fn comment_json(c: &FakeComment) -> Value {
-    json!({"id": c.id, "body": c.body, "user": {"login": c.user}})
+    json!({"id": c.id, "body": c.body, "user": user_json(Kind::Gitea, &c.user)})
 }
 
 fn pull_json(i: &FakeIssue) -> Value {
     let (head, base) = i.pull.clone().unwrap_or_default();
+    let branch = |repo: &str, name: &str| json!({"label": name, "ref": name, "repo": {"full_name": repo, "name": repo.split('/').nth(1)}});
     json!({
-        "number": i.number, "title": i.title, "body": i.body, "state": if i.open { "open" } else { "closed" },
+        "id": i.number, "number": i.number, "title": i.title, "body": i.body,
+        "state": if i.open { "open" } else { "closed" },
         "html_url": format!("http://gitea.invalid/{}/pulls/{}", i.repo, i.number),
-        "head": {"ref": head}, "base": {"ref": base}, "user": {"login": i.user},
+        "head": branch(i.head_repo(), &head), "base": branch(&i.repo, &base),
+        "user": user_json(Kind::Gitea, &i.user), "merged": false, "merged_at": null,
     })
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::state::{FakeComment, FakeIssue, ForgeState};
 use super::webhooks::Change;
-use super::{Answer, Kind, Request};
+use super::{user_json, Answer, Kind, Request};
 use crate::api_spec::Matched;
 
 /// The login installation tokens act as.
@@ -53,6 +53,7 @@ pub(super) fn outside_the_subset(
         return check_run_is_valid(body?).then(|| Matched {
             method: method.into(),
             template: "/repos/{owner}/{repo}/check-runs".into(),
+            query: Vec::new(),
         });
     }
     if method != "POST" || parts.len() != 5 || parts[0] != "repos" || parts[3] != "statuses" {
@@ -71,6 +72,7 @@ pub(super) fn outside_the_subset(
     valid.then(|| Matched {
         method: method.into(),
         template: "/repos/{owner}/{repo}/statuses/{sha}".into(),
+        query: Vec::new(),
     })
 }
 
@@ -245,7 +247,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             let id = s.id();
             Ok((
                 StatusCode::CREATED,
-                json!({"id": id, "content": content, "user": {"login": user}}),
+                json!({"id": id, "content": content, "user": user_json(Kind::GitHub, user)}),
             ))
         }
         ("GET", "/collaborators/{username}/permission") => {
@@ -257,28 +259,43 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .unwrap_or_else(|| "none".into());
             Ok((
                 StatusCode::OK,
-                json!({"permission": permission, "role_name": permission, "user": {"login": login}}),
+                json!({"permission": permission, "role_name": permission, "user": user_json(Kind::GitHub, &login)}),
             ))
         }
         ("GET", "/pulls") => {
-            let query = r.query.unwrap_or_default();
-            let want_open = query.contains("state=open");
-            let head = query
-                .split('&')
-                .find_map(|p| p.strip_prefix("head="))
-                .map(|h| h.split_once(':').map_or(h, |(_, b)| b).to_owned());
-            let list: Vec<Value> = s
+            // GitHub's default state is `open`.
+            let state = r.param("state").unwrap_or("open");
+            // `head` is `user:ref-name`: branches of that user's (or
+            // organization's) repositories.
+            let head = r.param("head").map(|h| match h.split_once(':') {
+                Some((owner, branch)) => (Some(owner.to_owned()), branch.to_owned()),
+                None => (None, h.to_owned()),
+            });
+            let mut list: Vec<&FakeIssue> = s
                 .issues
                 .iter()
-                .filter(|i| i.repo == repo && (!want_open || i.open))
-                .filter(|i| match (&i.pull, &head) {
-                    (Some((h, _)), Some(want)) => h == want,
-                    (Some(_), None) => true,
-                    (None, _) => false,
+                .filter(|i| i.repo == repo && i.pull.is_some())
+                .filter(|i| match state {
+                    "open" => i.open,
+                    "closed" => !i.open,
+                    _ => true,
                 })
-                .map(pull_json)
+                .filter(|i| match (&i.pull, &head) {
+                    (Some((h, _)), Some((owner, want))) => {
+                        h == want
+                            && owner
+                                .as_deref()
+                                .is_none_or(|o| i.head_repo().split('/').next() == Some(o))
+                    }
+                    _ => true,
+                })
                 .collect();
-            Ok((StatusCode::OK, Value::Array(list)))
+            // Newest first: GitHub's default order (`sort=created`, `desc`).
+            list.sort_by(|a, b| b.number.cmp(&a.number));
+            Ok((
+                StatusCode::OK,
+                Value::Array(list.into_iter().map(pull_json).collect()),
+            ))
         }
         ("POST", "/pulls") => match s
             .open_pull(repo, user, body)
@@ -341,7 +358,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .reviews
                 .iter()
                 .filter(|review| review.repo == repo && review.pr == r.num("pull_number"))
-                .map(|review| json!({"id": review.id, "user": {"login": review.user}, "state": review.state, "body": review.body}))
+                .map(|review| json!({"id": review.id, "user": user_json(Kind::GitHub, &review.user), "state": review.state, "body": review.body}))
                 .collect();
             Ok((StatusCode::OK, Value::Array(list)))
         }
@@ -358,7 +375,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .iter()
                 .filter(|c| reviews.contains(&c.review_id))
                 .map(|c| {
-                    json!({"id": c.id, "pull_request_review_id": c.review_id, "user": {"login": c.user},
+                    json!({"id": c.id, "pull_request_review_id": c.review_id, "user": user_json(Kind::GitHub, &c.user),
                            "path": c.path, "line": c.position, "body": c.body, "commit_id": c.commit_id,
                            "in_reply_to_id": c.in_reply_to})
                 })
@@ -449,9 +466,9 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
 fn issue_json(i: &FakeIssue) -> Value {
     let mut v = json!({
         "id": i.number, "number": i.number, "title": i.title, "body": i.body,
-        "user": {"login": i.user}, "state": if i.open { "open" } else { "closed" },
+        "user": user_json(Kind::GitHub, &i.user), "state": if i.open { "open" } else { "closed" },
         "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
-        "assignees": i.assignees.iter().map(|a| json!({"login": a})).collect::<Vec<_>>(),
+        "assignees": i.assignees.iter().map(|a| user_json(Kind::GitHub, a)).collect::<Vec<_>>(),
     });
     if i.pull.is_some() {
         v["pull_request"] = json!({"url": format!("https://api.github.invalid/repos/{}/pulls/{}", i.repo, i.number)});
@@ -460,16 +477,20 @@ fn issue_json(i: &FakeIssue) -> Value {
 }
 
 fn comment_json(c: &FakeComment) -> Value {
-    json!({"id": c.id, "body": c.body, "user": {"login": c.user}})
+    json!({"id": c.id, "body": c.body, "user": user_json(Kind::GitHub, &c.user)})
 }
 
 fn pull_json(i: &FakeIssue) -> Value {
     let (head, base) = i.pull.clone().unwrap_or_default();
-    let owner = i.repo.split('/').next().unwrap_or_default();
+    let branch = |repo: &str, name: &str| {
+        let owner = repo.split('/').next().unwrap_or_default();
+        json!({"ref": name, "label": format!("{owner}:{name}"), "repo": {"full_name": repo}})
+    };
     json!({
-        "number": i.number, "title": i.title, "body": i.body, "state": if i.open { "open" } else { "closed" },
+        "id": i.number, "number": i.number, "title": i.title, "body": i.body,
+        "state": if i.open { "open" } else { "closed" },
         "html_url": format!("https://github.invalid/{}/pull/{}", i.repo, i.number),
-        "head": {"ref": head, "label": format!("{owner}:{head}")}, "base": {"ref": base},
-        "user": {"login": i.user},
+        "head": branch(i.head_repo(), &head), "base": branch(&i.repo, &base),
+        "user": user_json(Kind::GitHub, &i.user), "merged_at": null,
     })
 }

@@ -9,6 +9,7 @@
 
 mod gitea;
 mod github;
+mod paging;
 pub mod state;
 pub mod webhooks;
 
@@ -167,7 +168,9 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
             return fault(f.status, f.retry_after);
         }
     }
-    // The template's `{name}`s, read from the request's path.
+    // The template's `{name}`s, read from the request's path and
+    // percent-decoded (a branch `forgehand/1-x` travels as one segment,
+    // `forgehand%2F1-x`).
     let actual = uri
         .path()
         .trim_start_matches(match shared.kind {
@@ -184,10 +187,16 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         .filter_map(|(t, a)| {
             Some((
                 t.strip_prefix('{')?.strip_suffix('}')?.to_owned(),
-                a.to_owned(),
+                percent_encoding::percent_decode_str(a)
+                    .decode_utf8_lossy()
+                    .into_owned(),
             ))
         })
         .collect();
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
     let repo = format!(
         "{}/{}",
         args.get("owner").cloned().unwrap_or_default(),
@@ -198,7 +207,7 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         user: &user,
         body: &body.unwrap_or(Value::Null),
         args: &args,
-        query: uri.query(),
+        query: &query,
     };
     // A GitHub App's own calls (JWT) act as the App, not a user.
     if user.starts_with("app:") != matched.template.starts_with("/app/")
@@ -218,6 +227,36 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         return fault(f.status, f.retry_after);
     }
     match answer {
+        Ok((StatusCode::OK, Value::Array(items))) if matched.method == "GET" => {
+            let host = headers
+                .get("host")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("127.0.0.1");
+            let origin = format!("http://{host}");
+            let asked = paging::Asked {
+                origin: &origin,
+                path: uri.path(),
+                query: &query,
+            };
+            let page = match shared.kind {
+                Kind::GitHub if matched.takes("per_page") => paging::github(items, &asked),
+                Kind::Gitea if matched.takes("limit") => paging::gitea(items, &asked),
+                Kind::Gitea if matched.template.ends_with("/issues/{index}/comments") => {
+                    paging::gitea_whole(items)
+                }
+                _ => paging::Page {
+                    items,
+                    headers: Vec::new(),
+                },
+            };
+            let mut response = (StatusCode::OK, Json(Value::Array(page.items))).into_response();
+            for (name, value) in page.headers {
+                response
+                    .headers_mut()
+                    .insert(name, value.parse().expect("a header value"));
+            }
+            response
+        }
         Ok((status, value)) => (status, Json(value)).into_response(),
         Err((status, message)) => (status, Json(json!({"message": message}))).into_response(),
     }
@@ -252,12 +291,35 @@ fn who(kind: Kind, state: &ForgeState, authorization: &str) -> Option<String> {
 
 type Answer = Result<(StatusCode, Value), (StatusCode, String)>;
 
+/// A user as both forges' API objects name one: a login and a stable id
+/// (the fake keeps no user table; the id is made from the login). GitHub
+/// also says whether it is an App's bot.
+fn user_json(kind: Kind, login: &str) -> Value {
+    // FNV-1a: the same login has the same id in every answer.
+    let id = login.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) % 1_000_000_000
+        + 1;
+    match kind {
+        Kind::GitHub => {
+            let kind = if login.ends_with("[bot]") {
+                "Bot"
+            } else {
+                "User"
+            };
+            json!({"login": login, "id": id, "type": kind})
+        }
+        Kind::Gitea => json!({"login": login, "id": id}),
+    }
+}
+
 struct Request<'a> {
     repo: &'a str,
     user: &'a str,
     body: &'a Value,
     args: &'a HashMap<String, String>,
-    query: Option<&'a str>,
+    /// The query, decoded, in order.
+    query: &'a [(String, String)],
 }
 
 impl Request<'_> {
@@ -270,5 +332,13 @@ impl Request<'_> {
 
     fn arg(&self, name: &str) -> String {
         self.args.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The query parameter `name`, decoded.
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }

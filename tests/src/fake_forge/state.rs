@@ -68,8 +68,19 @@ pub struct FakeIssue {
     pub open: bool,
     pub labels: Vec<String>,
     pub assignees: Vec<String>,
-    /// Pull requests are issues too, as in Gitea.
+    /// Pull requests are issues too, as in Gitea: (head branch, base
+    /// branch).
     pub pull: Option<(String, String)>,
+    /// The repository (`owner/name`) a pull request's head branch is in
+    /// when it is not this one: a fork's.
+    pub head_repo: Option<String>,
+}
+
+impl FakeIssue {
+    /// Where the pull request's head branch lives.
+    pub fn head_repo(&self) -> &str {
+        self.head_repo.as_deref().unwrap_or(&self.repo)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -125,6 +136,7 @@ impl ForgeState {
             labels: vec![],
             assignees: vec![],
             pull: None,
+            head_repo: None,
         });
         number
     }
@@ -185,26 +197,54 @@ impl ForgeState {
     ) -> Option<&FakeIssue> {
         let field = |k: &str| body[k].as_str().unwrap_or_default().to_owned();
         let (head, base) = (field("head"), field("base"));
-        let taken = self
-            .issues
-            .iter()
-            .any(|i| i.repo == repo && i.open && i.pull.as_ref().is_some_and(|p| p.0 == head));
+        let taken = self.issues.iter().any(|i| {
+            i.repo == repo
+                && i.open
+                && i.head_repo.is_none()
+                && i.pull.as_ref().is_some_and(|p| p.0 == head)
+        });
         if taken {
             return None;
         }
+        self.add_pull(repo, user, &field("title"), &head, &base);
+        let pr = self.issues.last_mut()?;
+        pr.body = field("body");
+        Some(pr)
+    }
+
+    /// An open pull request from `head` to `base`, in this repository,
+    /// announced to no one (a test's setting of the scene).
+    pub fn add_pull(&mut self, repo: &str, user: &str, title: &str, head: &str, base: &str) -> u64 {
         let number = self.next_number(repo);
         self.issues.push(FakeIssue {
             repo: repo.into(),
             number,
-            title: field("title"),
-            body: field("body"),
+            title: title.into(),
+            body: String::new(),
             user: user.into(),
             open: true,
             labels: vec![],
             assignees: vec![],
-            pull: Some((head, base)),
+            pull: Some((head.into(), base.into())),
+            head_repo: None,
         });
-        self.issues.last()
+        number
+    }
+
+    /// An open pull request from the branch `head` of the fork `fork`.
+    pub fn add_fork_pull(
+        &mut self,
+        repo: &str,
+        fork: &str,
+        user: &str,
+        head: &str,
+        base: &str,
+    ) -> u64 {
+        let number = self.add_pull(repo, user, "From a fork", head, base);
+        if let Some(pr) = self.issues.last_mut() {
+            pr.head_repo = Some(fork.into());
+        }
+        number
     }
 
     /// Sets the title and body `body` names on pull request `number`.
