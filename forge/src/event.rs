@@ -1,79 +1,12 @@
-//! The forge-neutral event model. Both forges' payloads are turned into
-//! these types at the edge, so nothing past the webhook handler ever looks
-//! at raw JSON or cares which forge spoke.
+//! The forge-neutral events. Both forges' payloads are turned into these
+//! types at the edge, so nothing past the webhook handler ever looks at
+//! raw JSON or cares which forge spoke. What they are about (issues, pull
+//! requests, comments, people) is the one model in [`crate::model`], the
+//! same the API clients answer with.
 
 use serde::{Deserialize, Serialize};
 
-/// A repository as named by the forge. `owner/name` is the key Forgehand
-/// uses everywhere (jobs, locks, logs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Repo {
-    pub owner: String,
-    pub name: String,
-    /// The clone URL over HTTPS, when the payload carries one.
-    pub clone_url: Option<String>,
-    pub default_branch: Option<String>,
-    pub private: bool,
-}
-
-impl Repo {
-    pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
-    }
-}
-
-/// A forge user. `login` is the handle people mention (`@login`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Actor {
-    pub login: String,
-    pub id: u64,
-    /// GitHub marks Apps and bots with `type: "Bot"`; Gitea has no such flag.
-    pub is_bot: bool,
-}
-
-/// The issue (or pull request, which both forges also treat as an issue)
-/// an event is about.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Issue {
-    pub number: u64,
-    pub title: String,
-    pub body: String,
-    pub author: Actor,
-    pub labels: Vec<String>,
-    pub assignees: Vec<String>,
-    /// True when this "issue" is really a pull request.
-    pub is_pull_request: bool,
-    pub state: IssueState,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IssueState {
-    Open,
-    Closed,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequest {
-    pub number: u64,
-    pub title: String,
-    pub body: String,
-    pub author: Actor,
-    /// Branch the changes live on.
-    pub head_ref: String,
-    pub head_sha: Option<String>,
-    /// Branch the changes are proposed for.
-    pub base_ref: String,
-    pub merged: bool,
-    pub state: IssueState,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Comment {
-    pub id: u64,
-    pub body: String,
-    pub author: Actor,
-}
+pub use crate::model::{Actor, Comment, Issue, IssueState, PullRequest, Repo, ReviewState};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,14 +31,6 @@ pub enum CommentAction {
     Created,
     Edited,
     Deleted,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewState {
-    Approved,
-    ChangesRequested,
-    Commented,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

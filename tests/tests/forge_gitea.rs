@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use forgehand_forge::api::gitea::GiteaClient;
 use forgehand_forge::api::{
-    CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, RepoRef,
-    ReviewState, StatusState,
+    CommitStatus, ForgeApi, ForgeError, IssueState, NewPullRequest, Permission, ReactionTarget,
+    RepoRef, ReviewState, StatusState,
 };
 use forgehand_tests::fake_forge::{FakeForge, Kind};
 use secrecy::SecretString;
@@ -43,7 +43,11 @@ async fn reads_an_issue_its_comments_and_who_may_command() {
     let (gitea, client, repo) = setup().await;
     let issue = client.issue(&repo, 1).await.unwrap();
     assert_eq!(
-        (issue.title.as_str(), issue.author.as_str(), issue.open),
+        (
+            issue.title.as_str(),
+            issue.author.login.as_str(),
+            issue.state == IssueState::Open
+        ),
         ("Fix the README", "maintainer", true)
     );
     let comments = client.comments(&repo, 1).await.unwrap();
@@ -121,7 +125,7 @@ async fn opens_a_pull_request_once_and_updates_it_after() {
     };
     let first = client.open_pull_request(&repo, &new).await.unwrap();
     assert_eq!(
-        (first.number, first.head.as_str()),
+        (first.number, first.head_ref.as_str()),
         (2, "forgehand/1-fix-the-readme")
     );
     let again = client
@@ -194,7 +198,7 @@ async fn reads_reviews_and_answers_in_their_threads() {
     });
     let reviews = client.reviews(&repo, pr.number).await.unwrap();
     assert_eq!(reviews.len(), 1);
-    assert_eq!(reviews[0].state, ReviewState::ChangesRequested);
+    assert_eq!(reviews[0].state, Some(ReviewState::ChangesRequested));
     let threads = client.review_comments(&repo, pr.number).await.unwrap();
     assert_eq!(threads.len(), 1);
     assert_eq!(
@@ -292,7 +296,7 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
         .unwrap();
     let seen: Vec<(&str, &str, Option<u64>)> = threads
         .iter()
-        .map(|t| (t.author.as_str(), t.path.as_str(), t.review_id))
+        .map(|t| (t.author.login.as_str(), t.path.as_str(), t.review_id))
         .collect();
     assert_eq!(
         seen,
@@ -306,6 +310,140 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
         .await
         .unwrap();
     assert_eq!(theirs.len(), 1);
-    assert_eq!(theirs[0].author, "drive-by");
+    assert_eq!(theirs[0].author.login, "drive-by");
     assert_eq!(forge.violations(), Vec::<String>::new());
+}
+
+fn count(gitea: &FakeForge, call: &str) -> usize {
+    gitea.with(|s| s.calls.iter().filter(|c| *c == call).count())
+}
+
+const HEAD: &str = "forgehand/1-fix-the-readme";
+
+fn new_pull() -> NewPullRequest<'static> {
+    NewPullRequest {
+        title: "Fix the README",
+        body: "Closes #1",
+        head: HEAD,
+        base: "main",
+    }
+}
+
+/// Gitea answers 50 items a page at most, newest first, with the whole
+/// list's length in `X-Total-Count`: the bot's pull request behind 60
+/// newer ones is found (by its base and head), and the paged lists are
+/// read to their end.
+#[tokio::test]
+async fn the_bots_pull_request_is_found_behind_sixty_newer_ones() {
+    let (gitea, client, repo) = setup().await;
+    let first = client.open_pull_request(&repo, &new_pull()).await.unwrap();
+    gitea.with(|s| {
+        for n in 1..=60 {
+            s.add_pull(
+                "acme/demo",
+                "drive-by",
+                "Change",
+                &format!("change-{n}"),
+                "main",
+            );
+        }
+        for n in 1..=60 {
+            s.add_review(
+                "acme/demo",
+                first.number,
+                "reader",
+                "COMMENT",
+                &format!("review {n}"),
+                &[],
+            );
+        }
+        for n in 2..=150 {
+            s.add_comment("acme/demo", 1, "reader", &format!("comment {n}"));
+        }
+    });
+    let again = client.open_pull_request(&repo, &new_pull()).await.unwrap();
+    assert_eq!(again.number, first.number);
+    assert_eq!(count(&gitea, "POST /repos/{owner}/{repo}/pulls"), 1);
+    assert_eq!(
+        count(&gitea, "GET /repos/{owner}/{repo}/pulls/{base}/{head}"),
+        2
+    );
+    let reviews = client.reviews(&repo, first.number).await.unwrap();
+    assert_eq!(reviews.len(), 60);
+    assert_eq!(reviews[59].body, "review 60");
+    assert_eq!(
+        count(&gitea, "GET /repos/{owner}/{repo}/pulls/{index}/reviews"),
+        2
+    );
+    let comments = client.comments(&repo, 1).await.unwrap();
+    assert_eq!(
+        comments.len(),
+        150,
+        "Gitea answers an issue's comments whole"
+    );
+    assert_eq!(gitea.violations(), Vec::<String>::new());
+}
+
+/// Gitea's base/head lookup answers the first pull request of that base
+/// and head whatever its state: when it is closed, the open one after
+/// it is found among the open pull requests, and updated.
+#[tokio::test]
+async fn a_closed_pull_request_of_the_same_branch_is_passed_over_for_the_open_one() {
+    let (gitea, client, repo) = setup().await;
+    let open = gitea.with(|s| {
+        let closed = s.add_pull("acme/demo", "forgehand", "Old try", HEAD, "main");
+        s.issues
+            .iter_mut()
+            .find(|i| i.number == closed)
+            .unwrap()
+            .open = false;
+        for n in 1..=55 {
+            s.add_pull(
+                "acme/demo",
+                "drive-by",
+                "Change",
+                &format!("change-{n}"),
+                "main",
+            );
+        }
+        let open = s.add_pull("acme/demo", "forgehand", "Second try", HEAD, "main");
+        for n in 56..=110 {
+            s.add_pull(
+                "acme/demo",
+                "drive-by",
+                "Change",
+                &format!("change-{n}"),
+                "main",
+            );
+        }
+        open
+    });
+    let updated = client.open_pull_request(&repo, &new_pull()).await.unwrap();
+    assert_eq!(updated.number, open);
+    assert_eq!(updated.title, "Fix the README");
+    assert_eq!(count(&gitea, "POST /repos/{owner}/{repo}/pulls"), 0);
+    assert_eq!(gitea.violations(), Vec::<String>::new());
+}
+
+/// A fork's pull request from a branch named like the bot's is not the
+/// bot's: the bot opens its own and leaves the fork's as it is.
+#[tokio::test]
+async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() {
+    let (gitea, client, repo) = setup().await;
+    let fork =
+        gitea.with(|s| s.add_fork_pull("acme/demo", "mallory/demo", "mallory", HEAD, "main"));
+    let opened = client.open_pull_request(&repo, &new_pull()).await.unwrap();
+    assert_ne!(opened.number, fork);
+    gitea.with(|s| {
+        let theirs = s.issues.iter().find(|i| i.number == fork).unwrap();
+        assert_eq!(
+            theirs.title, "From a fork",
+            "the fork's pull request is untouched"
+        );
+    });
+    assert_eq!(
+        count(&gitea, "PATCH /repos/{owner}/{repo}/pulls/{index}"),
+        0
+    );
+    assert_eq!(gitea.violations(), Vec::<String>::new());
 }

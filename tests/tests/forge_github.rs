@@ -52,7 +52,7 @@ async fn every_operation_with_a_personal_token() {
     let repo = repo();
     let issue = client.issue(&repo, 1).await.unwrap();
     assert_eq!(
-        (issue.title.as_str(), issue.author.as_str()),
+        (issue.title.as_str(), issue.author.login.as_str()),
         ("Fix the README", "maintainer")
     );
     assert_eq!(
@@ -121,7 +121,7 @@ async fn every_operation_with_a_personal_token() {
         );
     });
     let reviews = client.reviews(&repo, pr.number).await.unwrap();
-    assert_eq!(reviews[0].state, ReviewState::ChangesRequested);
+    assert_eq!(reviews[0].state, Some(ReviewState::ChangesRequested));
     let threads = client.review_comments(&repo, pr.number).await.unwrap();
     assert_eq!(
         (threads[0].path.as_str(), threads[0].line),
@@ -339,7 +339,7 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
         .unwrap();
     let seen: Vec<(&str, &str, Option<u64>)> = threads
         .iter()
-        .map(|t| (t.author.as_str(), t.path.as_str(), t.review_id))
+        .map(|t| (t.author.login.as_str(), t.path.as_str(), t.review_id))
         .collect();
     assert_eq!(
         seen,
@@ -353,6 +353,129 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
         .await
         .unwrap();
     assert_eq!(theirs.len(), 1);
-    assert_eq!(theirs[0].author, "drive-by");
+    assert_eq!(theirs[0].author.login, "drive-by");
+    assert_eq!(forge.violations(), Vec::<String>::new());
+}
+
+fn token_client(forge: &FakeForge) -> GitHubClient {
+    GitHubClient::new(
+        &forge.base_url,
+        GitHubAuth::Token(SecretString::from(TOKEN)),
+    )
+    .unwrap()
+}
+
+fn count(forge: &FakeForge, call: &str) -> usize {
+    forge.with(|s| s.calls.iter().filter(|c| *c == call).count())
+}
+
+/// GitHub answers 100 items a page at most and names the next page in
+/// `Link`: every list is read to its end.
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_are_read_to_the_end_a_hundred_at_a_time() {
+    let forge = fake().await;
+    let pr = forge.with(|s| {
+        for n in 2..=250 {
+            s.add_comment("acme/demo", 1, "reader", &format!("comment {n}"));
+        }
+        let pr = s.add_pull("acme/demo", "forgehand", "Fix", "forgehand/1-fix", "main");
+        for n in 1..=120 {
+            s.add_review(
+                "acme/demo",
+                pr,
+                "reader",
+                "COMMENTED",
+                &format!("review {n}"),
+                &[("a.rs", 1, "a thread")],
+            );
+        }
+        pr
+    });
+    let client = token_client(&forge);
+    let comments = client.comments(&repo(), 1).await.unwrap();
+    assert_eq!(comments.len(), 250);
+    assert_eq!(comments[249].body, "comment 250");
+    let mut ids: Vec<u64> = comments.iter().map(|c| c.id).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 250, "no comment twice");
+    assert_eq!(
+        count(
+            &forge,
+            "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"
+        ),
+        3
+    );
+    let reviews = client.reviews(&repo(), pr).await.unwrap();
+    assert_eq!(reviews.len(), 120);
+    assert_eq!(reviews[119].body, "review 120");
+    let threads = client.review_comments(&repo(), pr).await.unwrap();
+    assert_eq!(threads.len(), 120);
+    assert_eq!(
+        count(
+            &forge,
+            "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews"
+        ),
+        2
+    );
+    assert_eq!(forge.violations(), Vec::<String>::new());
+}
+
+/// No list is read past 50 pages: 5,050 comments are read as 5,000.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_is_read_to_the_page_bound_and_no_further() {
+    let forge = fake().await;
+    forge.with(|s| {
+        for n in 2..=5050 {
+            s.add_comment("acme/demo", 1, "reader", &format!("comment {n}"));
+        }
+    });
+    let comments = token_client(&forge).comments(&repo(), 1).await.unwrap();
+    assert_eq!(comments.len(), 100 * forgehand_forge::api::MAX_PAGES);
+    assert_eq!(
+        count(
+            &forge,
+            "GET /repos/{owner}/{repo}/issues/{issue_number}/comments"
+        ),
+        forgehand_forge::api::MAX_PAGES
+    );
+}
+
+/// A fork of the same owner can hold a branch named like the bot's: its
+/// pull request is not the bot's to retitle, and the bot opens its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() {
+    let forge = fake().await;
+    let fork = forge.with(|s| {
+        s.add_fork_pull(
+            "acme/demo",
+            "acme/demo-copy",
+            "drive-by",
+            "forgehand/1-fix-the-readme",
+            "main",
+        )
+    });
+    let new = NewPullRequest {
+        title: "Fix the README",
+        body: "Closes #1",
+        head: "forgehand/1-fix-the-readme",
+        base: "main",
+    };
+    let opened = token_client(&forge)
+        .open_pull_request(&repo(), &new)
+        .await
+        .unwrap();
+    assert_ne!(opened.number, fork);
+    forge.with(|s| {
+        let theirs = s.issues.iter().find(|i| i.number == fork).unwrap();
+        assert_eq!(
+            theirs.title, "From a fork",
+            "the fork's pull request is untouched"
+        );
+        let ours = s.issues.iter().find(|i| i.number == opened.number).unwrap();
+        assert_eq!(
+            (ours.user.as_str(), ours.head_repo.as_deref()),
+            ("forgehand", None)
+        );
+    });
     assert_eq!(forge.violations(), Vec::<String>::new());
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use forgehand_forge::api::{self, ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
+use forgehand_forge::api::{ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
 use forgehand_forge::ReviewState;
 
 use super::retry::retrying;
@@ -57,21 +57,9 @@ pub(super) fn announced_review<'r>(
 ) -> Option<&'r Review> {
     let normalized = |text: &str| text.replace("\r\n", "\n").trim().to_owned();
     let body = normalized(body);
-    let same_state = |r: &&Review| {
-        matches!(
-            (r.state, state),
-            (api::ReviewState::Approved, ReviewState::Approved)
-                | (
-                    api::ReviewState::ChangesRequested,
-                    ReviewState::ChangesRequested
-                )
-                | (api::ReviewState::Commented, ReviewState::Commented)
-        )
-    };
     let by_sender: Vec<&Review> = reviews
         .iter()
-        .filter(|r| r.author == sender)
-        .filter(same_state)
+        .filter(|r| r.author.login == sender && r.state == Some(state))
         .collect();
     let same_body = by_sender
         .iter()
@@ -114,16 +102,16 @@ impl Pipeline {
             .await
             .map_err(Failure::forge)?;
         let mut permissions = Permissions::new(api, repo);
-        let issue_by_writer = permissions.can_write(&issue.author).await?;
+        let issue_by_writer = permissions.can_write(&issue.author.login).await?;
         let mut writers = Vec::with_capacity(comments.len());
         for comment in &comments {
-            writers.push(permissions.can_write(&comment.author).await?);
+            writers.push(permissions.can_write(&comment.author.login).await?);
         }
         let prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         let wrapped_issue = prompts.wrap(&ForgeText {
             kind: "issue",
-            author: &issue.author,
+            author: &issue.author.login,
             can_write: issue_by_writer,
             text: &format!("{}\n\n{}", issue.title, issue.body),
         });
@@ -132,7 +120,7 @@ impl Pipeline {
             .zip(&writers)
             .map(|(c, can_write)| ForgeText {
                 kind: "comment",
-                author: &c.author,
+                author: &c.author.login,
                 can_write: *can_write,
                 text: &c.body,
             })
@@ -223,8 +211,8 @@ impl Pipeline {
             text.push_str("\n\n");
             text.push_str(&prompts.wrap(&ForgeText {
                 kind: &format!("review thread {} on {place}", n + 1),
-                author: &thread.author,
-                can_write: permissions.can_write(&thread.author).await?,
+                author: &thread.author.login,
+                can_write: permissions.can_write(&thread.author.login).await?,
                 text: &thread.body,
             }));
         }
@@ -233,13 +221,13 @@ impl Pipeline {
             &[
                 ("number", &job.target.to_string()),
                 ("repository", &repo.full_name()),
-                ("branch", &pr.head),
+                ("branch", &pr.head_ref),
                 ("review", &text),
             ],
         );
         Ok(Work {
-            branch: pr.head.clone(),
-            base: pr.base.clone(),
+            branch: pr.head_ref.clone(),
+            base: pr.base_ref.clone(),
             prompt,
             prompts,
             follow_up: Some((pr, threads)),
@@ -271,7 +259,7 @@ impl Pipeline {
         });
         let context = format!(
             "You opened this pull request on the branch {}; commit on it. Its title: {}",
-            pr.head, pr.title
+            pr.head_ref, pr.title
         );
         let prompt = prompts.render(
             "comment_command.txt",
@@ -283,8 +271,8 @@ impl Pipeline {
             ],
         );
         Ok(Work {
-            branch: pr.head.clone(),
-            base: pr.base.clone(),
+            branch: pr.head_ref.clone(),
+            base: pr.base_ref.clone(),
             prompt,
             prompts,
             follow_up: Some((pr, Vec::new())),
@@ -304,12 +292,12 @@ impl Pipeline {
         let pr = retrying(|| api.pull_request(repo, job.target))
             .await
             .map_err(Failure::forge)?;
-        if !pr.head.starts_with(self.config.git.branch_prefix()) {
+        if !pr.head_ref.starts_with(self.config.git.branch_prefix()) {
             return Err(Failure::new(
                 "denied",
                 format!(
                     "{} is not a branch Forgehand owns; I only push to my own pull requests",
-                    pr.head
+                    pr.head_ref
                 ),
             ));
         }
@@ -321,18 +309,22 @@ impl Pipeline {
 mod tests {
     use super::*;
 
-    fn review(id: u64, author: &str, state: api::ReviewState, body: &str) -> Review {
+    fn review(id: u64, author: &str, state: ReviewState, body: &str) -> Review {
         Review {
             id,
-            author: author.into(),
-            state,
+            author: forgehand_forge::Actor {
+                login: author.into(),
+                id: 1,
+                is_bot: false,
+            },
+            state: Some(state),
             body: body.into(),
         }
     }
 
     #[test]
     fn the_announced_review_is_the_senders_latest_of_that_state_and_body() {
-        use api::ReviewState as S;
+        use ReviewState as S;
         let reviews = [
             review(1, "maintainer", S::ChangesRequested, "Nearly there."),
             review(2, "drive-by", S::ChangesRequested, "Nearly there."),

@@ -106,7 +106,7 @@ impl StatusComment {
             .comments(repo, target)
             .await?
             .into_iter()
-            .find(|c| bot.is_me(&c.author) && c.body.contains(&mark));
+            .find(|c| bot.is_me(&c.author.login) && c.body.contains(&mark));
         match earlier {
             Some(comment) => {
                 let status = StatusComment {

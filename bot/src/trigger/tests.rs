@@ -72,6 +72,7 @@ fn review(pr_author: &str, reviewer: &str) -> Event {
         sender: actor(reviewer),
         pull_request: PullRequest {
             number: 12,
+            url: "https://github.com/acme/widgets/pull/12".into(),
             title: "Fix crash".into(),
             body: String::new(),
             author: actor(pr_author),

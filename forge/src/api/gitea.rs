@@ -1,24 +1,95 @@
 //! Gitea and Forgejo over their REST API (`/api/v1`), with a token.
-//! Answers are read leniently (field by field) because Gitea and Forgejo
-//! versions differ in what else they send.
+//! Answers are read into the shared wire types ([`super::wire`]); what
+//! Gitea names its own way (review states, permissions) is here.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use reqwest::Method;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 
-use super::wire::{comment, login, pull, root_cause, text};
-use super::{
-    classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission,
-    PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState,
+use super::pager::{Bound, GiteaPages, List};
+use super::wire::{
+    self, call_name, error_detail, root_cause, Answer, CommentBody, EditPull, NewPull, Reaction,
+    Reviewers, Status, MAX_ANSWER_BYTES,
 };
+use super::{
+    classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, IssueState, NewPullRequest,
+    Permission, PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState,
+};
+
+/// The page size asked for: Gitea's default `MAX_RESPONSE_ITEMS`. A
+/// server set to fewer answers fewer, which the pager allows for.
+const PAGE_SIZE: usize = 50;
 
 pub struct GiteaClient {
     api: String,
     token: SecretString,
     http: reqwest::Client,
+}
+
+/// A request without a body.
+#[derive(Serialize)]
+struct NoBody {}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum GiteaPermission {
+    Owner,
+    Admin,
+    Write,
+    Read,
+    None,
+    /// A name this version does not know: no permission.
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct PermissionAnswer {
+    permission: GiteaPermission,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum GiteaReviewState {
+    Approved,
+    RequestChanges,
+    Comment,
+    Pending,
+    RequestReview,
+    #[serde(other)]
+    Unknown,
+}
+
+impl From<GiteaReviewState> for Option<ReviewState> {
+    fn from(state: GiteaReviewState) -> Self {
+        match state {
+            GiteaReviewState::Approved => Some(ReviewState::Approved),
+            GiteaReviewState::RequestChanges => Some(ReviewState::ChangesRequested),
+            GiteaReviewState::Comment => Some(ReviewState::Commented),
+            GiteaReviewState::Pending
+            | GiteaReviewState::RequestReview
+            | GiteaReviewState::Unknown => None,
+        }
+    }
+}
+
+/// `POST /repos/{o}/{r}/pulls/{n}/reviews`: Gitea's way to answer in a
+/// thread is a review comment on the same line.
+#[derive(Serialize)]
+struct NewReview<'a> {
+    event: &'static str,
+    body: &'a str,
+    comments: [NewReviewComment<'a>; 1],
+}
+
+#[derive(Serialize)]
+struct NewReviewComment<'a> {
+    path: &'a str,
+    new_position: u64,
+    body: &'a str,
 }
 
 impl GiteaClient {
@@ -36,12 +107,15 @@ impl GiteaClient {
         })
     }
 
-    async fn send(
+    /// One request, its answer classified; at most [`MAX_ANSWER_BYTES`]
+    /// of the answer are read.
+    async fn send<B: Serialize + ?Sized>(
         &self,
         method: Method,
         path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, ForgeError> {
+        body: Option<&B>,
+    ) -> Result<Answer, ForgeError> {
+        let call = call_name(&method, path);
         let url = format!("{}{path}", self.api);
         let mut request = self
             .http
@@ -51,37 +125,144 @@ impl GiteaClient {
                 format!("token {}", self.token.expose_secret()),
             )
             .header("Accept", "application/json");
-        if let Some(body) = &body {
+        if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request
+        let mut response = request
             .send()
             .await
-            .map_err(|e| ForgeError::Other(format!("{method} {path}: {}", root_cause(&e))))?;
+            .map_err(|e| ForgeError::Other(format!("{call}: {}", root_cause(&e))))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let text = response.text().await.unwrap_or_default();
+        let headers = response.headers().clone();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| ForgeError::Other(format!("{call}: {}", root_cause(&e))))?
+        {
+            if bytes.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(ForgeError::Malformed(format!(
+                    "{call}: the answer is larger than {} MiB",
+                    MAX_ANSWER_BYTES >> 20
+                )));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| ForgeError::Malformed(format!("{call}: the answer is not UTF-8")))?;
         if !(200..300).contains(&status) {
-            let detail = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| text.chars().take(200).collect());
+            let retry_after = headers
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
             return Err(classify(
                 status,
                 retry_after,
-                format!("{method} {path}: {detail}"),
+                format!("{call}: {}", error_detail(&text)),
             ));
         }
-        if text.trim().is_empty() {
-            return Ok(Value::Null);
+        Ok(Answer {
+            call,
+            headers,
+            text,
+        })
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, ForgeError> {
+        self.send(Method::GET, path, None::<&NoBody>).await?.json()
+    }
+
+    /// Every item of a list Gitea pages (`page`, `limit`), read to its
+    /// end or to [`super::MAX_PAGES`] pages.
+    async fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        mut bound: Bound,
+        path: &str,
+    ) -> Result<Vec<T>, ForgeError> {
+        let join = if path.contains('?') { '&' } else { '?' };
+        let mut pages = GiteaPages::default();
+        let mut items = Vec::new();
+        let mut next = Some(1);
+        while let Some(page) = next {
+            if !bound.another(items.len()) {
+                break;
+            }
+            let answer = self
+                .send(
+                    Method::GET,
+                    &format!("{path}{join}page={page}&limit={PAGE_SIZE}"),
+                    None::<&NoBody>,
+                )
+                .await?;
+            let got: Vec<T> = answer.json()?;
+            next = pages.after(page, got.len(), answer.total_count());
+            items.extend(got);
         }
-        serde_json::from_str(&text)
-            .map_err(|e| ForgeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
+        Ok(items)
+    }
+
+    /// A list Gitea answers whole (an issue's comments, a review's): its
+    /// API takes no `page` there. A count beyond what came is logged.
+    async fn whole<T: serde::de::DeserializeOwned>(
+        &self,
+        list: List,
+        repo: &RepoRef,
+        path: &str,
+    ) -> Result<Vec<T>, ForgeError> {
+        let answer = self.send(Method::GET, path, None::<&NoBody>).await?;
+        let items: Vec<T> = answer.json()?;
+        if let Some(total) = answer.total_count().filter(|&t| t > items.len()) {
+            tracing::warn!(
+                list = list.as_str(),
+                repo = %repo.full_name(),
+                total,
+                read = items.len(),
+                "the forge answered part of a list it does not page"
+            );
+        }
+        Ok(items)
+    }
+
+    /// Every open pull request of `repo`, newest first.
+    async fn open_pulls(&self, repo: &RepoRef) -> Result<Vec<wire::Pull>, ForgeError> {
+        let bound = Bound::new(List::OpenPullRequests, repo, None);
+        let path = format!("{}/pulls?state=open", Self::repo_path(repo));
+        self.list(bound, &path).await
+    }
+
+    /// The open pull request from `head` (a branch of `repo` itself) to
+    /// `base`. Gitea's `GET /pulls/{base}/{head}` answers the first pull
+    /// request of that base and head whatever its state; when that one
+    /// is closed, an open one may still come after it, and the open ones
+    /// are read.
+    async fn open_pull_from(
+        &self,
+        repo: &RepoRef,
+        head: &str,
+        base: &str,
+    ) -> Result<Option<wire::Pull>, ForgeError> {
+        let path = format!(
+            "{}/pulls/{}/{}",
+            Self::repo_path(repo),
+            seg(base),
+            seg(head)
+        );
+        let found = match self.get::<wire::Pull>(&path).await {
+            Ok(found) => found,
+            Err(ForgeError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let ours = |p: &wire::Pull| {
+            p.state == IssueState::Open
+                && p.head.name == head
+                && p.base.name == base
+                && p.is_from(repo)
+        };
+        if ours(&found) {
+            return Ok(Some(found));
+        }
+        Ok(self.open_pulls(repo).await?.into_iter().find(ours))
     }
 
     fn repo_path(repo: &RepoRef) -> String {
@@ -89,7 +270,8 @@ impl GiteaClient {
     }
 }
 
-/// A path segment, percent-encoded.
+/// A path segment, percent-encoded (a branch `forgehand/1-x` is one
+/// segment, `forgehand%2F1-x`, which Gitea decodes).
 fn seg(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes())
         .collect::<String>()
@@ -99,37 +281,14 @@ fn seg(s: &str) -> String {
 #[async_trait]
 impl ForgeApi for GiteaClient {
     async fn issue(&self, repo: &RepoRef, number: u64) -> Result<Issue, ForgeError> {
-        let v = self
-            .send(
-                Method::GET,
-                &format!("{}/issues/{number}", Self::repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(Issue {
-            number,
-            title: text(&v["title"]),
-            body: text(&v["body"]),
-            author: login(&v["user"]),
-            open: v["state"] == "open",
-            labels: v["labels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|l| text(&l["name"]))
-                .collect(),
-        })
+        let path = format!("{}/issues/{number}", Self::repo_path(repo));
+        Ok(self.get::<wire::Issue>(&path).await?.into())
     }
 
     async fn comments(&self, repo: &RepoRef, number: u64) -> Result<Vec<Comment>, ForgeError> {
-        let v = self
-            .send(
-                Method::GET,
-                &format!("{}/issues/{number}/comments", Self::repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(v.as_array().into_iter().flatten().map(comment).collect())
+        let path = format!("{}/issues/{number}/comments", Self::repo_path(repo));
+        let comments: Vec<wire::Comment> = self.whole(List::IssueComments, repo, &path).await?;
+        Ok(comments.into_iter().map(Into::into).collect())
     }
 
     async fn permission(&self, repo: &RepoRef, user: &str) -> Result<Permission, ForgeError> {
@@ -138,19 +297,19 @@ impl ForgeApi for GiteaClient {
             Self::repo_path(repo),
             seg(user)
         );
-        let v = match self.send(Method::GET, &path, None).await {
-            Ok(v) => v,
+        let answer: PermissionAnswer = match self.get(&path).await {
+            Ok(answer) => answer,
             // Not a collaborator of a repository Gitea lets us see.
             Err(ForgeError::NotFound(_)) | Err(ForgeError::Forbidden(_)) => {
                 return Ok(Permission::None)
             }
             Err(e) => return Err(e),
         };
-        Ok(match v["permission"].as_str().unwrap_or_default() {
-            "owner" | "admin" => Permission::Admin,
-            "write" => Permission::Write,
-            "read" => Permission::Read,
-            _ => Permission::None,
+        Ok(match answer.permission {
+            GiteaPermission::Owner | GiteaPermission::Admin => Permission::Admin,
+            GiteaPermission::Write => Permission::Write,
+            GiteaPermission::Read => Permission::Read,
+            GiteaPermission::None | GiteaPermission::Unknown => Permission::None,
         })
     }
 
@@ -161,9 +320,8 @@ impl ForgeApi for GiteaClient {
                 format!("{}/issues/comments/{id}/reactions", Self::repo_path(repo))
             }
         };
-        self.send(Method::POST, &path, Some(json!({"content": "eyes"})))
-            .await
-            .map(drop)
+        let eyes = Reaction { content: "eyes" };
+        self.send(Method::POST, &path, Some(&eyes)).await.map(drop)
     }
 
     async fn create_comment(
@@ -172,29 +330,23 @@ impl ForgeApi for GiteaClient {
         number: u64,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        let v = self
-            .send(
-                Method::POST,
-                &format!("{}/issues/{number}/comments", Self::repo_path(repo)),
-                Some(json!({"body": body})),
-            )
+        let path = format!("{}/issues/{number}/comments", Self::repo_path(repo));
+        let answer = self
+            .send(Method::POST, &path, Some(&CommentBody { body }))
             .await?;
-        Ok(comment(&v))
+        Ok(answer.json::<wire::Comment>()?.into())
     }
 
     async fn edit_comment(&self, repo: &RepoRef, id: u64, body: &str) -> Result<(), ForgeError> {
-        self.send(
-            Method::PATCH,
-            &format!("{}/issues/comments/{id}", Self::repo_path(repo)),
-            Some(json!({"body": body})),
-        )
-        .await
-        .map(drop)
+        let path = format!("{}/issues/comments/{id}", Self::repo_path(repo));
+        self.send(Method::PATCH, &path, Some(&CommentBody { body }))
+            .await
+            .map(drop)
     }
 
     async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError> {
         let path = format!("{}/pulls/{number}", Self::repo_path(repo));
-        Ok(pull(&self.send(Method::GET, &path, None).await?))
+        Ok(self.get::<wire::Pull>(&path).await?.into())
     }
 
     async fn open_pull_request(
@@ -203,38 +355,27 @@ impl ForgeApi for GiteaClient {
         pr: &NewPullRequest<'_>,
     ) -> Result<PullRequest, ForgeError> {
         let base = Self::repo_path(repo);
-        let open = self
-            .send(
-                Method::GET,
-                &format!("{base}/pulls?state=open&limit=50"),
-                None,
-            )
-            .await?;
-        let existing = open
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(pull)
-            .find(|p| p.head == pr.head);
-        let v = match existing {
+        let answer = match self.open_pull_from(repo, pr.head, pr.base).await? {
             Some(found) => {
-                self.send(
-                    Method::PATCH,
-                    &format!("{base}/pulls/{}", found.number),
-                    Some(json!({"title": pr.title, "body": pr.body})),
-                )
-                .await?
+                let edit = EditPull {
+                    title: pr.title,
+                    body: pr.body,
+                };
+                let path = format!("{base}/pulls/{}", found.number);
+                self.send(Method::PATCH, &path, Some(&edit)).await?
             }
             None => {
-                self.send(
-                    Method::POST,
-                    &format!("{base}/pulls"),
-                    Some(json!({"title": pr.title, "body": pr.body, "head": pr.head, "base": pr.base})),
-                )
-                .await?
+                let new = NewPull {
+                    title: pr.title,
+                    body: pr.body,
+                    head: pr.head,
+                    base: pr.base,
+                };
+                self.send(Method::POST, &format!("{base}/pulls"), Some(&new))
+                    .await?
             }
         };
-        Ok(pull(&v))
+        Ok(answer.json::<wire::Pull>()?.into())
     }
 
     async fn request_review(
@@ -243,40 +384,22 @@ impl ForgeApi for GiteaClient {
         number: u64,
         reviewers: &[&str],
     ) -> Result<(), ForgeError> {
-        self.send(
-            Method::POST,
-            &format!(
-                "{}/pulls/{number}/requested_reviewers",
-                Self::repo_path(repo)
-            ),
-            Some(json!({"reviewers": reviewers})),
-        )
-        .await
-        .map(drop)
+        let path = format!(
+            "{}/pulls/{number}/requested_reviewers",
+            Self::repo_path(repo)
+        );
+        self.send(Method::POST, &path, Some(&Reviewers { reviewers }))
+            .await
+            .map(drop)
     }
 
     async fn reviews(&self, repo: &RepoRef, number: u64) -> Result<Vec<Review>, ForgeError> {
-        let v = self
-            .send(
-                Method::GET,
-                &format!("{}/pulls/{number}/reviews", Self::repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(v.as_array()
+        let path = format!("{}/pulls/{number}/reviews", Self::repo_path(repo));
+        let bound = Bound::new(List::Reviews, repo, Some(number));
+        let reviews: Vec<wire::Review<GiteaReviewState>> = self.list(bound, &path).await?;
+        Ok(reviews
             .into_iter()
-            .flatten()
-            .map(|r| Review {
-                id: r["id"].as_u64().unwrap_or_default(),
-                author: login(&r["user"]),
-                state: match r["state"].as_str().unwrap_or_default() {
-                    "APPROVED" => ReviewState::Approved,
-                    "REQUEST_CHANGES" => ReviewState::ChangesRequested,
-                    "COMMENT" => ReviewState::Commented,
-                    _ => ReviewState::Other,
-                },
-                body: text(&r["body"]),
-            })
+            .filter_map(wire::Review::into_api)
             .collect())
     }
 
@@ -298,27 +421,19 @@ impl ForgeApi for GiteaClient {
         number: u64,
         review: u64,
     ) -> Result<Vec<ReviewComment>, ForgeError> {
-        let v = self
-            .send(
-                Method::GET,
-                &format!(
-                    "{}/pulls/{number}/reviews/{review}/comments",
-                    Self::repo_path(repo)
-                ),
-                None,
-            )
-            .await?;
-        Ok(v.as_array()
+        let path = format!(
+            "{}/pulls/{number}/reviews/{review}/comments",
+            Self::repo_path(repo)
+        );
+        let comments: Vec<wire::ReviewComment> =
+            self.whole(List::ReviewComments, repo, &path).await?;
+        Ok(comments
             .into_iter()
-            .flatten()
-            .map(|c| ReviewComment {
-                id: c["id"].as_u64().unwrap_or_default(),
-                review_id: Some(review),
-                author: login(&c["user"]),
-                path: text(&c["path"]),
-                line: c["position"].as_u64().filter(|&p| p > 0),
-                body: text(&c["body"]),
-                commit_id: c["commit_id"].as_str().map(str::to_owned),
+            .map(|c| {
+                let line = c.position.filter(|&p| p > 0);
+                let mut comment = c.into_api(line);
+                comment.review_id = Some(review);
+                comment
             })
             .collect())
     }
@@ -332,17 +447,19 @@ impl ForgeApi for GiteaClient {
         comment: &ReviewComment,
         body: &str,
     ) -> Result<(), ForgeError> {
-        self.send(
-            Method::POST,
-            &format!("{}/pulls/{number}/reviews", Self::repo_path(repo)),
-            Some(json!({
-                "event": "COMMENT",
-                "body": "",
-                "comments": [{"path": comment.path, "new_position": comment.line.unwrap_or(0), "body": body}],
-            })),
-        )
-        .await
-        .map(drop)
+        let review = NewReview {
+            event: "COMMENT",
+            body: "",
+            comments: [NewReviewComment {
+                path: &comment.path,
+                new_position: comment.line.unwrap_or(0),
+                body,
+            }],
+        };
+        let path = format!("{}/pulls/{number}/reviews", Self::repo_path(repo));
+        self.send(Method::POST, &path, Some(&review))
+            .await
+            .map(drop)
     }
 
     async fn git_credentials(&self, _repo: &RepoRef) -> Result<(String, SecretString), ForgeError> {
@@ -356,20 +473,9 @@ impl ForgeApi for GiteaClient {
         sha: &str,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
-        let mut body = json!({
-            "state": status.state.as_str(),
-            "context": status.context,
-            "description": status.description,
-        });
-        if let Some(url) = status.target_url {
-            body["target_url"] = json!(url);
-        }
-        self.send(
-            Method::POST,
-            &format!("{}/statuses/{}", Self::repo_path(repo), seg(sha)),
-            Some(body),
-        )
-        .await
-        .map(drop)
+        let path = format!("{}/statuses/{}", Self::repo_path(repo), seg(sha));
+        self.send(Method::POST, &path, Some(&Status::from(status)))
+            .await
+            .map(drop)
     }
 }

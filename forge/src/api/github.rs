@@ -10,11 +10,17 @@ use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use http::Method;
+use http_body_util::BodyExt;
 use octocrab::Octocrab;
 use secrecy::{ExposeSecret, SecretString};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use url::Url;
 
-use super::wire::{comment, login, pull, root_cause, text};
+use super::pager::{next_link, Bound, List};
+use super::wire::{
+    self, call_name, error_detail, root_cause, Answer, CommentBody, EditPull, NewPull, Reaction,
+    Reviewers, Status, MAX_ANSWER_BYTES,
+};
 use super::{
     classify, Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission,
     PullRequest, ReactionTarget, RepoRef, Review, ReviewComment, ReviewState, StatusState,
@@ -41,6 +47,8 @@ struct Installation {
 
 pub struct GitHubClient {
     api_url: String,
+    /// The same, parsed: the pages a `Link` header names must be under it.
+    api: Url,
     mode: Mode,
 }
 
@@ -92,7 +100,9 @@ impl GitHubClient {
                 }
             }
         };
-        Ok(GitHubClient { api_url, mode })
+        let api =
+            Url::parse(&api_url).map_err(|e| ForgeError::Other(format!("github.api_url: {e}")))?;
+        Ok(GitHubClient { api_url, api, mode })
     }
 
     /// The client that acts on `repo`.
@@ -116,18 +126,10 @@ impl GitHubClient {
             match known.get(&key) {
                 Some(id) => *id,
                 None => {
-                    let v = send(
-                        app,
-                        Method::GET,
-                        &format!("{}/installation", repo_path(repo)),
-                        None,
-                    )
-                    .await?;
-                    let id = v["id"]
-                        .as_u64()
-                        .ok_or_else(|| ForgeError::Other("the installation has no id".into()))?;
-                    known.insert(key, id);
-                    id
+                    let path = format!("{}/installation", repo_path(repo));
+                    let installation: InstallationAnswer = get(app, &path).await?.json()?;
+                    known.insert(key, installation.id);
+                    installation.id
                 }
             }
         };
@@ -141,27 +143,27 @@ impl GitHubClient {
                 return Ok((installation.client.clone(), installation.token.clone()));
             }
         }
-        let v = send(
+        let answer = send(
             app,
             Method::POST,
             &format!("/app/installations/{id}/access_tokens"),
-            Some(json!({})),
+            Some(&NoBody {}),
         )
         .await?;
-        let token = v["token"]
-            .as_str()
-            .ok_or_else(|| ForgeError::Other("GitHub sent no installation token".into()))?;
-        let expires = v["expires_at"]
-            .as_str()
-            .and_then(time_from_rfc3339)
-            .unwrap_or_else(|| SystemTime::now() + Duration::from_secs(3600));
+        let granted: AccessToken = answer.json()?;
+        let expires = time_from_rfc3339(&granted.expires_at).ok_or_else(|| {
+            ForgeError::Malformed(format!(
+                "{}: expires_at is not a time: {:?}",
+                answer.call, granted.expires_at
+            ))
+        })?;
+        let token = granted.token;
         let client = Octocrab::builder()
             .base_uri(self.api_url.as_str())
             .map_err(other)?
-            .personal_token(token.to_owned())
+            .personal_token(token.expose_secret().to_owned())
             .build()
             .map_err(other)?;
-        let token = SecretString::from(token.to_owned());
         cache.insert(
             id,
             Arc::new(Installation {
@@ -173,15 +175,52 @@ impl GitHubClient {
         Ok((client, token))
     }
 
-    async fn call(
+    async fn call<B: Serialize + ?Sized>(
         &self,
         repo: &RepoRef,
         method: Method,
         path: &str,
-        body: Option<Value>,
-    ) -> Result<Value, ForgeError> {
+        body: Option<&B>,
+    ) -> Result<Answer, ForgeError> {
         let client = self.client(repo).await?;
         send(&client, method, path, body).await
+    }
+
+    /// `GET path` on `repo`'s behalf, read as a `T`.
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        repo: &RepoRef,
+        path: &str,
+    ) -> Result<T, ForgeError> {
+        self.call(repo, Method::GET, path, None::<&NoBody>)
+            .await?
+            .json()
+    }
+
+    /// Every item of the list at `first`, following each answer's
+    /// `Link: <…>; rel="next"` up to [`super::MAX_PAGES`] pages.
+    async fn list<T: serde::de::DeserializeOwned>(
+        &self,
+        repo: &RepoRef,
+        mut bound: Bound,
+        first: String,
+    ) -> Result<Vec<T>, ForgeError> {
+        let client = self.client(repo).await?;
+        let mut items = Vec::new();
+        let mut next = Some(first);
+        while let Some(path) = next.take() {
+            if !bound.another(items.len()) {
+                break;
+            }
+            let answer = get(&client, &path).await?;
+            let page: Vec<T> = answer.json()?;
+            next = match answer.header("link") {
+                Some(link) => next_link(&answer.call, link, &self.api)?,
+                None => None,
+            };
+            items.extend(page);
+        }
+        Ok(items)
     }
 }
 
@@ -197,29 +236,137 @@ fn time_from_rfc3339(text: &str) -> Option<SystemTime> {
     Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
+/// A request without a body (`{}` where GitHub wants an object).
+#[derive(Serialize)]
+struct NoBody {}
+
+#[derive(Deserialize)]
+struct InstallationAnswer {
+    id: u64,
+}
+
+#[derive(Deserialize)]
+struct AccessToken {
+    token: SecretString,
+    expires_at: String,
+}
+
+/// `permission` of `GET /repos/{o}/{r}/collaborators/{u}/permission`:
+/// GitHub's legacy names, in which `maintain` reads `write` and `triage`
+/// reads `read`; they are matched all the same.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum GitHubPermission {
+    Admin,
+    Maintain,
+    Write,
+    Triage,
+    Read,
+    None,
+    /// A name this version does not know: no permission.
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct PermissionAnswer {
+    permission: GitHubPermission,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+enum GitHubReviewState {
+    Approved,
+    ChangesRequested,
+    Commented,
+    Dismissed,
+    Pending,
+    #[serde(other)]
+    Unknown,
+}
+
+impl From<GitHubReviewState> for Option<ReviewState> {
+    fn from(state: GitHubReviewState) -> Self {
+        match state {
+            GitHubReviewState::Approved => Some(ReviewState::Approved),
+            GitHubReviewState::ChangesRequested => Some(ReviewState::ChangesRequested),
+            GitHubReviewState::Commented => Some(ReviewState::Commented),
+            GitHubReviewState::Dismissed
+            | GitHubReviewState::Pending
+            | GitHubReviewState::Unknown => None,
+        }
+    }
+}
+
+/// `POST /repos/{o}/{r}/pulls/{n}/comments` as a reply in a thread.
+#[derive(Serialize)]
+struct Reply<'a> {
+    body: &'a str,
+    in_reply_to: u64,
+    commit_id: &'a str,
+    path: &'a str,
+}
+
+/// `POST /repos/{o}/{r}/check-runs`.
+#[derive(Serialize)]
+struct CheckRun<'a> {
+    name: &'a str,
+    head_sha: &'a str,
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conclusion: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details_url: Option<&'a str>,
+    output: CheckOutput<'a>,
+}
+
+#[derive(Serialize)]
+struct CheckOutput<'a> {
+    title: &'a str,
+    summary: &'a str,
+}
+
+async fn get(client: &Octocrab, path: &str) -> Result<Answer, ForgeError> {
+    send(client, Method::GET, path, None::<&NoBody>).await
+}
+
 /// One request, its answer classified: rate limits are told apart from
-/// refusals by GitHub's headers.
-async fn send(
+/// refusals by GitHub's headers. At most [`MAX_ANSWER_BYTES`] of the
+/// answer are read.
+async fn send<B: Serialize + ?Sized>(
     client: &Octocrab,
     method: Method,
     path: &str,
-    body: Option<Value>,
-) -> Result<Value, ForgeError> {
+    body: Option<&B>,
+) -> Result<Answer, ForgeError> {
+    let call = call_name(&method, path);
     let response = match method {
         Method::GET => client._get(path).await,
-        Method::POST => client._post(path, body.as_ref()).await,
-        Method::PATCH => client._patch(path, body.as_ref()).await,
-        Method::PUT => client._put(path, body.as_ref()).await,
-        Method::DELETE => client._delete(path, body.as_ref()).await,
+        Method::POST => client._post(path, body).await,
+        Method::PATCH => client._patch(path, body).await,
+        Method::PUT => client._put(path, body).await,
+        Method::DELETE => client._delete(path, body).await,
         other => return Err(ForgeError::Other(format!("unsupported method {other}"))),
     }
-    .map_err(|e| ForgeError::Other(format!("{method} {path}: {}", root_cause(&e))))?;
+    .map_err(|e| ForgeError::Other(format!("{call}: {}", root_cause(&e))))?;
     let status = response.status().as_u16();
     let headers = response.headers().clone();
-    let text = client
-        .body_to_string(response)
+    let bytes = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        .collect()
         .await
-        .map_err(|e| ForgeError::Other(format!("{method} {path}: {}", root_cause(&e))))?;
+        .map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                ForgeError::Malformed(format!(
+                    "{call}: the answer is larger than {} MiB",
+                    MAX_ANSWER_BYTES >> 20
+                ))
+            } else {
+                ForgeError::Other(format!("{call}: {}", root_cause(&*e)))
+            }
+        })?
+        .to_bytes();
+    let text = String::from_utf8(bytes.to_vec())
+        .map_err(|_| ForgeError::Malformed(format!("{call}: the answer is not UTF-8")))?;
     if !(200..300).contains(&status) {
         let header = |name: &str| {
             headers
@@ -244,77 +391,58 @@ async fn send(
                         Duration::from_secs(reset.saturating_sub(now))
                     })
             });
-        let detail = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| text.chars().take(200).collect());
         return Err(classify(
             status,
             retry_after,
-            format!("{method} {path}: {detail}"),
+            format!("{call}: {}", error_detail(&text)),
         ));
     }
-    if text.trim().is_empty() {
-        return Ok(Value::Null);
-    }
-    serde_json::from_str(&text)
-        .map_err(|e| ForgeError::Other(format!("{method} {path}: the answer is not JSON: {e}")))
+    Ok(Answer {
+        call,
+        headers,
+        text,
+    })
 }
 
 fn repo_path(repo: &RepoRef) -> String {
     format!("/repos/{}/{}", repo.owner, repo.name)
 }
 
+/// A query string, each value percent-encoded.
+fn query(pairs: &[(&str, &str)]) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in pairs {
+        query.append_pair(name, value);
+    }
+    query.finish()
+}
+
 #[async_trait]
 impl ForgeApi for GitHubClient {
     async fn issue(&self, repo: &RepoRef, number: u64) -> Result<Issue, ForgeError> {
-        let v = self
-            .call(
-                repo,
-                Method::GET,
-                &format!("{}/issues/{number}", repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(Issue {
-            number,
-            title: text(&v["title"]),
-            body: text(&v["body"]),
-            author: login(&v["user"]),
-            open: v["state"] == "open",
-            labels: v["labels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|l| text(&l["name"]))
-                .collect(),
-        })
+        let path = format!("{}/issues/{number}", repo_path(repo));
+        Ok(self.get::<wire::Issue>(repo, &path).await?.into())
     }
 
     async fn comments(&self, repo: &RepoRef, number: u64) -> Result<Vec<Comment>, ForgeError> {
-        let v = self
-            .call(
-                repo,
-                Method::GET,
-                &format!("{}/issues/{number}/comments?per_page=100", repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(v.as_array().into_iter().flatten().map(comment).collect())
+        let first = format!("{}/issues/{number}/comments?per_page=100", repo_path(repo));
+        let bound = Bound::new(List::IssueComments, repo, Some(number));
+        let comments: Vec<wire::Comment> = self.list(repo, bound, first).await?;
+        Ok(comments.into_iter().map(Into::into).collect())
     }
 
     async fn permission(&self, repo: &RepoRef, user: &str) -> Result<Permission, ForgeError> {
         let path = format!("{}/collaborators/{user}/permission", repo_path(repo));
-        let v = match self.call(repo, Method::GET, &path, None).await {
-            Ok(v) => v,
+        let answer: PermissionAnswer = match self.get(repo, &path).await {
+            Ok(answer) => answer,
             Err(ForgeError::NotFound(_)) => return Ok(Permission::None),
             Err(e) => return Err(e),
         };
-        Ok(match v["permission"].as_str().unwrap_or_default() {
-            "admin" => Permission::Admin,
-            "write" | "maintain" => Permission::Write,
-            "read" | "triage" => Permission::Read,
-            _ => Permission::None,
+        Ok(match answer.permission {
+            GitHubPermission::Admin => Permission::Admin,
+            GitHubPermission::Write | GitHubPermission::Maintain => Permission::Write,
+            GitHubPermission::Read | GitHubPermission::Triage => Permission::Read,
+            GitHubPermission::None | GitHubPermission::Unknown => Permission::None,
         })
     }
 
@@ -325,7 +453,8 @@ impl ForgeApi for GitHubClient {
                 format!("{}/issues/comments/{id}/reactions", repo_path(repo))
             }
         };
-        self.call(repo, Method::POST, &path, Some(json!({"content": "eyes"})))
+        let eyes = Reaction { content: "eyes" };
+        self.call(repo, Method::POST, &path, Some(&eyes))
             .await
             .map(drop)
     }
@@ -336,31 +465,23 @@ impl ForgeApi for GitHubClient {
         number: u64,
         body: &str,
     ) -> Result<Comment, ForgeError> {
-        let v = self
-            .call(
-                repo,
-                Method::POST,
-                &format!("{}/issues/{number}/comments", repo_path(repo)),
-                Some(json!({"body": body})),
-            )
+        let path = format!("{}/issues/{number}/comments", repo_path(repo));
+        let answer = self
+            .call(repo, Method::POST, &path, Some(&CommentBody { body }))
             .await?;
-        Ok(comment(&v))
+        Ok(answer.json::<wire::Comment>()?.into())
     }
 
     async fn edit_comment(&self, repo: &RepoRef, id: u64, body: &str) -> Result<(), ForgeError> {
-        self.call(
-            repo,
-            Method::PATCH,
-            &format!("{}/issues/comments/{id}", repo_path(repo)),
-            Some(json!({"body": body})),
-        )
-        .await
-        .map(drop)
+        let path = format!("{}/issues/comments/{id}", repo_path(repo));
+        self.call(repo, Method::PATCH, &path, Some(&CommentBody { body }))
+            .await
+            .map(drop)
     }
 
     async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError> {
         let path = format!("{}/pulls/{number}", repo_path(repo));
-        Ok(pull(&self.call(repo, Method::GET, &path, None).await?))
+        Ok(self.get::<wire::Pull>(repo, &path).await?.into())
     }
 
     async fn open_pull_request(
@@ -369,41 +490,40 @@ impl ForgeApi for GitHubClient {
         pr: &NewPullRequest<'_>,
     ) -> Result<PullRequest, ForgeError> {
         let base = repo_path(repo);
-        let open = self
-            .call(
-                repo,
-                Method::GET,
-                &format!("{base}/pulls?state=open&head={}:{}", repo.owner, pr.head),
-                None,
-            )
-            .await?;
+        // `head=owner:branch` lists the open pull requests from branches
+        // of the owner's repositories; only one from this repository's
+        // own branch is the bot's.
+        let head = format!("{}:{}", repo.owner, pr.head);
+        let first = format!(
+            "{base}/pulls?{}",
+            query(&[("state", "open"), ("head", &head), ("per_page", "100")])
+        );
+        let bound = Bound::new(List::OpenPullRequests, repo, None);
+        let open: Vec<wire::Pull> = self.list(repo, bound, first).await?;
         let existing = open
-            .as_array()
             .into_iter()
-            .flatten()
-            .map(pull)
-            .find(|p| p.head == pr.head);
-        let v = match existing {
+            .find(|p| p.head.name == pr.head && p.is_from(repo));
+        let answer = match existing {
             Some(found) => {
-                self.call(
-                    repo,
-                    Method::PATCH,
-                    &format!("{base}/pulls/{}", found.number),
-                    Some(json!({"title": pr.title, "body": pr.body})),
-                )
-                .await?
+                let edit = EditPull {
+                    title: pr.title,
+                    body: pr.body,
+                };
+                let path = format!("{base}/pulls/{}", found.number);
+                self.call(repo, Method::PATCH, &path, Some(&edit)).await?
             }
             None => {
-                self.call(
-                    repo,
-                    Method::POST,
-                    &format!("{base}/pulls"),
-                    Some(json!({"title": pr.title, "body": pr.body, "head": pr.head, "base": pr.base})),
-                )
-                .await?
+                let new = NewPull {
+                    title: pr.title,
+                    body: pr.body,
+                    head: pr.head,
+                    base: pr.base,
+                };
+                self.call(repo, Method::POST, &format!("{base}/pulls"), Some(&new))
+                    .await?
             }
         };
-        Ok(pull(&v))
+        Ok(answer.json::<wire::Pull>()?.into())
     }
 
     async fn request_review(
@@ -412,39 +532,19 @@ impl ForgeApi for GitHubClient {
         number: u64,
         reviewers: &[&str],
     ) -> Result<(), ForgeError> {
-        self.call(
-            repo,
-            Method::POST,
-            &format!("{}/pulls/{number}/requested_reviewers", repo_path(repo)),
-            Some(json!({"reviewers": reviewers})),
-        )
-        .await
-        .map(drop)
+        let path = format!("{}/pulls/{number}/requested_reviewers", repo_path(repo));
+        self.call(repo, Method::POST, &path, Some(&Reviewers { reviewers }))
+            .await
+            .map(drop)
     }
 
     async fn reviews(&self, repo: &RepoRef, number: u64) -> Result<Vec<Review>, ForgeError> {
-        let v = self
-            .call(
-                repo,
-                Method::GET,
-                &format!("{}/pulls/{number}/reviews?per_page=100", repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(v.as_array()
+        let first = format!("{}/pulls/{number}/reviews?per_page=100", repo_path(repo));
+        let bound = Bound::new(List::Reviews, repo, Some(number));
+        let reviews: Vec<wire::Review<GitHubReviewState>> = self.list(repo, bound, first).await?;
+        Ok(reviews
             .into_iter()
-            .flatten()
-            .map(|r| Review {
-                id: r["id"].as_u64().unwrap_or_default(),
-                author: login(&r["user"]),
-                state: match r["state"].as_str().unwrap_or_default() {
-                    "APPROVED" => ReviewState::Approved,
-                    "CHANGES_REQUESTED" => ReviewState::ChangesRequested,
-                    "COMMENTED" => ReviewState::Commented,
-                    _ => ReviewState::Other,
-                },
-                body: text(&r["body"]),
-            })
+            .filter_map(wire::Review::into_api)
             .collect())
     }
 
@@ -453,25 +553,14 @@ impl ForgeApi for GitHubClient {
         repo: &RepoRef,
         number: u64,
     ) -> Result<Vec<ReviewComment>, ForgeError> {
-        let v = self
-            .call(
-                repo,
-                Method::GET,
-                &format!("{}/pulls/{number}/comments?per_page=100", repo_path(repo)),
-                None,
-            )
-            .await?;
-        Ok(v.as_array()
+        let first = format!("{}/pulls/{number}/comments?per_page=100", repo_path(repo));
+        let bound = Bound::new(List::ReviewComments, repo, Some(number));
+        let comments: Vec<wire::ReviewComment> = self.list(repo, bound, first).await?;
+        Ok(comments
             .into_iter()
-            .flatten()
-            .map(|c| ReviewComment {
-                id: c["id"].as_u64().unwrap_or_default(),
-                review_id: c["pull_request_review_id"].as_u64(),
-                author: login(&c["user"]),
-                path: text(&c["path"]),
-                line: c["line"].as_u64(),
-                body: text(&c["body"]),
-                commit_id: c["commit_id"].as_str().map(str::to_owned),
+            .map(|c| {
+                let line = c.line;
+                c.into_api(line)
             })
             .collect())
     }
@@ -483,19 +572,16 @@ impl ForgeApi for GitHubClient {
         comment: &ReviewComment,
         body: &str,
     ) -> Result<(), ForgeError> {
-        self.call(
-            repo,
-            Method::POST,
-            &format!("{}/pulls/{number}/comments", repo_path(repo)),
-            Some(json!({
-                "body": body,
-                "in_reply_to": comment.id,
-                "commit_id": comment.commit_id.clone().unwrap_or_default(),
-                "path": comment.path,
-            })),
-        )
-        .await
-        .map(drop)
+        let reply = Reply {
+            body,
+            in_reply_to: comment.id,
+            commit_id: &comment.commit_id,
+            path: &comment.path,
+        };
+        let path = format!("{}/pulls/{number}/comments", repo_path(repo));
+        self.call(repo, Method::POST, &path, Some(&reply))
+            .await
+            .map(drop)
     }
 
     async fn git_credentials(&self, repo: &RepoRef) -> Result<(String, SecretString), ForgeError> {
@@ -512,48 +598,38 @@ impl ForgeApi for GitHubClient {
         // An App reports with a check run, which shows in the pull
         // request's checks with its own name and summary; commit statuses
         // are what a personal token can set.
-        let (path, body) = match &self.mode {
-            Mode::App { .. } => (
-                format!("{}/check-runs", repo_path(repo)),
-                check_run(sha, status),
-            ),
+        let answer = match &self.mode {
+            Mode::App { .. } => {
+                let path = format!("{}/check-runs", repo_path(repo));
+                let run = check_run(sha, status);
+                self.call(repo, Method::POST, &path, Some(&run)).await
+            }
             Mode::Token(..) => {
-                let mut body = json!({
-                    "state": status.state.as_str(),
-                    "context": status.context,
-                    "description": status.description,
-                });
-                if let Some(url) = status.target_url {
-                    body["target_url"] = json!(url);
-                }
-                (format!("{}/statuses/{sha}", repo_path(repo)), body)
+                let path = format!("{}/statuses/{sha}", repo_path(repo));
+                self.call(repo, Method::POST, &path, Some(&Status::from(status)))
+                    .await
             }
         };
-        self.call(repo, Method::POST, &path, Some(body))
-            .await
-            .map(drop)
+        answer.map(drop)
     }
 }
 
-/// A commit status as a GitHub check run (`POST /repos/{o}/{r}/check-runs`).
-fn check_run(sha: &str, status: &CommitStatus<'_>) -> serde_json::Value {
-    let mut body = json!({
-        "name": status.context,
-        "head_sha": sha,
-        "output": {"title": status.description, "summary": status.description},
-    });
-    match status.state {
-        StatusState::Pending => body["status"] = json!("in_progress"),
-        StatusState::Success | StatusState::Failure | StatusState::Error => {
-            body["status"] = json!("completed");
-            body["conclusion"] = json!(match status.state {
-                StatusState::Success => "success",
-                _ => "failure",
-            });
-        }
+/// A commit status as a GitHub check run.
+fn check_run<'a>(sha: &'a str, status: &'a CommitStatus<'a>) -> CheckRun<'a> {
+    let (state, conclusion) = match status.state {
+        StatusState::Pending => ("in_progress", None),
+        StatusState::Success => ("completed", Some("success")),
+        StatusState::Failure | StatusState::Error => ("completed", Some("failure")),
+    };
+    CheckRun {
+        name: status.context,
+        head_sha: sha,
+        status: state,
+        conclusion,
+        details_url: status.target_url,
+        output: CheckOutput {
+            title: status.description,
+            summary: status.description,
+        },
     }
-    if let Some(url) = status.target_url {
-        body["details_url"] = json!(url);
-    }
-    body
 }

@@ -5,33 +5,18 @@
 pub mod gitea;
 pub mod github;
 mod outbound;
+mod pager;
 mod wire;
 
 pub use outbound::Outbound;
+pub use pager::MAX_PAGES;
+
+pub use crate::model::{Actor, Comment, Issue, IssueState, PullRequest, RepoRef, ReviewState};
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use secrecy::SecretString;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepoRef {
-    pub owner: String,
-    pub name: String,
-}
-
-impl RepoRef {
-    pub fn new(owner: &str, name: &str) -> Self {
-        RepoRef {
-            owner: owner.into(),
-            name: name.into(),
-        }
-    }
-
-    pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
@@ -45,6 +30,11 @@ pub enum ForgeError {
     Conflict(String),
     #[error("the forge refused the request: {0}")]
     Invalid(String),
+    /// The answer is not what the forge's API describes (a field missing
+    /// or of another type, a page link to another server): asking again
+    /// would not help.
+    #[error("unexpected answer: {0}")]
+    Malformed(String),
     #[error("{0}")]
     Other(String),
 }
@@ -72,33 +62,6 @@ impl Permission {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Issue {
-    pub number: u64,
-    pub title: String,
-    pub body: String,
-    pub author: String,
-    pub open: bool,
-    pub labels: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Comment {
-    pub id: u64,
-    pub author: String,
-    pub body: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PullRequest {
-    pub number: u64,
-    pub url: String,
-    pub head: String,
-    pub base: String,
-    pub title: String,
-    pub body: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewPullRequest<'a> {
     pub title: &'a str,
     pub body: &'a str,
@@ -107,32 +70,28 @@ pub struct NewPullRequest<'a> {
     pub base: &'a str,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReviewState {
-    Approved,
-    ChangesRequested,
-    Commented,
-    Other,
-}
-
+/// A review of a pull request by a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Review {
     pub id: u64,
-    pub author: String,
-    pub state: ReviewState,
+    pub author: Actor,
+    /// `None` for a review that is pending or was dismissed, or that a
+    /// forge's version names in a way Forgehand does not know.
+    pub state: Option<ReviewState>,
     pub body: String,
 }
 
+/// A comment on a line of a pull request's diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReviewComment {
     pub id: u64,
     pub review_id: Option<u64>,
-    pub author: String,
+    pub author: Actor,
     pub path: String,
     pub line: Option<u64>,
     pub body: String,
     /// The commit the comment was made on (GitHub needs it to reply).
-    pub commit_id: Option<String>,
+    pub commit_id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -209,7 +209,15 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::api::StatusState;
+    use crate::api::{Actor, IssueState, StatusState};
+
+    fn actor(login: &str) -> Actor {
+        Actor {
+            login: login.into(),
+            id: 1,
+            is_bot: false,
+        }
+    }
 
     /// Records what reaches the forge.
     #[derive(Default)]
@@ -246,7 +254,7 @@ mod tests {
             self.sent(body);
             Ok(Comment {
                 id: 1,
-                author: "bot".into(),
+                author: actor("bot"),
                 body: body.into(),
             })
         }
@@ -267,10 +275,14 @@ mod tests {
             Ok(PullRequest {
                 number: 2,
                 url: String::new(),
-                head: pr.head.into(),
-                base: pr.base.into(),
                 title: pr.title.into(),
                 body: pr.body.into(),
+                author: actor("bot"),
+                head_ref: pr.head.into(),
+                head_sha: None,
+                base_ref: pr.base.into(),
+                merged: false,
+                state: IssueState::Open,
             })
         }
         async fn request_review(&self, _: &RepoRef, _: u64, _: &[&str]) -> Result<(), ForgeError> {
@@ -338,11 +350,11 @@ mod tests {
         let thread = ReviewComment {
             id: 3,
             review_id: Some(2),
-            author: "maintainer".into(),
+            author: actor("maintainer"),
             path: "a.rs".into(),
             line: Some(1),
             body: String::new(),
-            commit_id: None,
+            commit_id: "abc".into(),
         };
         api.reply_to_review_comment(&repo, 2, &thread, &text)
             .await

@@ -158,10 +158,9 @@ impl User {
     }
 
     fn actor(self) -> Result<Actor, ParseError> {
-        let id = u64::try_from(self.id).unwrap_or(0);
         Ok(Actor {
+            id: self.id,
             login: self.name()?,
-            id,
             is_bot: false,
         })
     }
@@ -286,6 +285,7 @@ struct RawPull {
     /// Absent from some payloads; the payload's own `number` says.
     #[serde(default)]
     number: Option<u64>,
+    html_url: String,
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
@@ -326,6 +326,7 @@ impl RawPull {
         let merged = self.merged.unwrap_or(false);
         Ok(PullRequest {
             number,
+            url: self.html_url,
             title: self.title.unwrap_or_default(),
             body: self.body.unwrap_or_default(),
             author: self.user.actor()?,

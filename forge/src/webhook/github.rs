@@ -147,7 +147,7 @@ struct Envelope {
 #[derive(Deserialize)]
 struct User {
     login: String,
-    id: u64,
+    id: i64,
     #[serde(rename = "type", default)]
     kind: Option<String>,
 }
@@ -270,6 +270,7 @@ struct GitRef {
 #[derive(Deserialize)]
 struct RawPull {
     number: u64,
+    html_url: String,
     #[serde(default)]
     title: Option<String>,
     #[serde(default)]
@@ -289,6 +290,7 @@ impl From<RawPull> for PullRequest {
     fn from(p: RawPull) -> Self {
         PullRequest {
             number: p.number,
+            url: p.html_url,
             title: p.title.unwrap_or_default(),
             body: p.body.unwrap_or_default(),
             author: p.user.into(),

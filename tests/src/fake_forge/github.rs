@@ -291,7 +291,7 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 })
                 .collect();
             // Newest first: GitHub's default order (`sort=created`, `desc`).
-            list.sort_by(|a, b| b.number.cmp(&a.number));
+            list.sort_by_key(|i| std::cmp::Reverse(i.number));
             Ok((
                 StatusCode::OK,
                 Value::Array(list.into_iter().map(pull_json).collect()),
