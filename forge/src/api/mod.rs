@@ -127,10 +127,13 @@ pub struct CommitStatus<'a> {
     pub target_url: Option<&'a str>,
 }
 
-/// What the pipeline does on a forge.
+/// What the pipeline does on a forge. Every list is read to its end, up
+/// to [`MAX_PAGES`] pages (a warning says when a list is cut there).
 #[async_trait]
 pub trait ForgeApi: Send + Sync {
     async fn issue(&self, repo: &RepoRef, number: u64) -> Result<Issue, ForgeError>;
+    /// Every comment of the issue or pull request's conversation, oldest
+    /// first.
     async fn comments(&self, repo: &RepoRef, number: u64) -> Result<Vec<Comment>, ForgeError>;
     async fn permission(&self, repo: &RepoRef, user: &str) -> Result<Permission, ForgeError>;
     /// Adds 👀 to an issue, a pull request or a comment.
@@ -144,7 +147,8 @@ pub trait ForgeApi: Send + Sync {
     async fn edit_comment(&self, repo: &RepoRef, id: u64, body: &str) -> Result<(), ForgeError>;
     async fn pull_request(&self, repo: &RepoRef, number: u64) -> Result<PullRequest, ForgeError>;
     /// Opens the pull request, or updates the open one from the same
-    /// branch.
+    /// branch of this repository (a fork's branch of the same name is
+    /// not the bot's).
     async fn open_pull_request(
         &self,
         repo: &RepoRef,
@@ -156,6 +160,7 @@ pub trait ForgeApi: Send + Sync {
         number: u64,
         reviewers: &[&str],
     ) -> Result<(), ForgeError>;
+    /// Every review a person wrote on the pull request.
     async fn reviews(&self, repo: &RepoRef, number: u64) -> Result<Vec<Review>, ForgeError>;
     /// Every review comment of the pull request, whoever wrote it.
     async fn review_comments(

@@ -410,12 +410,12 @@ fn gitea_users_by_login_or_username() {
         assert_has(&e, &want, drop);
         assert_eq!(e["repo"]["owner"], "gogits", "without {drop}");
     }
-    // Gitea's ghost user has id -1.
+    // Gitea's ghost user has id -1, and keeps it: not a made-up 0.
     v["sender"] = json!({ "id": -1, "login": "Ghost", "username": "Ghost" });
     let e = view(gitea("issues", &bytes(&v)));
     assert_eq!(
         e["sender"],
-        json!({ "login": "Ghost", "id": 0, "is_bot": false })
+        json!({ "login": "Ghost", "id": -1, "is_bot": false })
     );
 }
 

@@ -4,8 +4,10 @@
 //! checked against the forge's own API description in
 //! `../shared/testdata` (GitHub's REST OpenAPI subset, Gitea's Swagger); one
 //! the real API would not take is answered 422 and recorded as a
-//! violation, and tests assert there are none. Changes are announced to
-//! registered webhooks as the real forge would (see [`webhooks`]).
+//! violation, and tests assert there are none. Lists are served in
+//! pages where the description says the real API pages them (see
+//! [`paging`]). Changes are announced to registered webhooks as the real
+//! forge would (see [`webhooks`]).
 
 mod gitea;
 mod github;
