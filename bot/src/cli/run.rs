@@ -87,6 +87,15 @@ impl RunReport {
 }
 
 pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
+    // Interrupted, the run's future is dropped: its sandbox is destroyed
+    // and its job directory removed on the way out.
+    tokio::select! {
+        report = run_to_end(config, args) => report,
+        _ = super::interrupted() => anyhow::bail!("interrupted: nothing was committed"),
+    }
+}
+
+async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
     let mut model_config = config.model.clone();
     if let Some(provider) = args.provider {
         model_config.provider = provider;
