@@ -44,6 +44,7 @@ macro_rules! suite {
             new every_process_is_confined,
             new landlock_confines_each_command,
             sized writes_stop_at_the_size_limits,
+            new socket_buffers_count_against_the_memory_limit,
         );
     };
     // `new`: runs beside the others; `alone`: while no other probe runs
