@@ -141,7 +141,8 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         .working_copy(&tree, &git_dir, &base, &branch)
         .context("making the working copy")?;
     let base_commit = copy.head()?.peel_to_commit()?.id();
-    let before = gate::before(&copy, config.git.tree_limits()).context("the integrity snapshot")?;
+    let before = gate::before(&copy, config.git.tree_limits(config.sandbox.disk_mib))
+        .context("the integrity snapshot")?;
 
     let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
     let mut report = match result {
