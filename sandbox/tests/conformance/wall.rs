@@ -457,3 +457,45 @@ print(f"queued_mib={total >> 20}")
         );
     }
 }
+
+pub async fn open_files_stop_at_a_share_of_the_hosts_file_table(ctx: &Ctx) {
+    // All the processes a sandbox may run, each holding all it may open,
+    // stay within a quarter of the host's file table; and the guest
+    // cannot raise its limit (asking for more is refused, nothing is
+    // changed on the host).
+    let script = r#"
+import os, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+print(f"soft={soft}"); print(f"hard={hard}")
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1)); print("raise=ok")
+except (ValueError, OSError) as e:
+    print("raise=refused")
+fds = []
+try:
+    while len(fds) < hard + 10:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+    print("opened=all")
+except OSError as e:
+    print(f"opened={len(fds)}")
+"#;
+    let report = python(ctx, script).await;
+    let file_max: u64 = std::fs::read_to_string("/proc/sys/fs/file-max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let hard: u64 = value(&report, "hard").parse().unwrap();
+    assert_eq!(value(&report, "soft"), value(&report, "hard"), "{report}");
+    assert_eq!(value(&report, "raise"), "refused", "{report}");
+    let max_pids = u64::from(support::limits().max_pids);
+    assert!(
+        hard * max_pids <= file_max / 4 || hard == 64,
+        "{max_pids} processes of {hard} open files each could take {} of the host's {file_max}",
+        hard * max_pids
+    );
+    let opened: u64 = value(&report, "opened")
+        .parse()
+        .unwrap_or_else(|_| panic!("opened past the limit: {report}"));
+    assert!(opened < hard, "{report}");
+}
