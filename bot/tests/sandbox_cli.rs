@@ -275,3 +275,49 @@ async fn ready_body(dir: &Path, env: &[(&str, &str)]) -> serde_json::Value {
     child.wait().unwrap();
     body
 }
+
+/// Ctrl-C in the middle of a command: the sandbox is destroyed (nothing
+/// of it keeps running) and the directory is given back to its owner, not
+/// left to the sandbox's user.
+#[test]
+fn an_interrupted_sandbox_exec_gives_the_directory_back() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.txt"), "the operator's\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_forgehand"))
+        .args(["sandbox", "exec", "--backend", "namespace", "--workdir"])
+        .arg(dir.path())
+        .args(["--", "sh", "-c", "touch made-inside; exec sleep 8317"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.path().join("made-inside").exists() {
+        assert!(Instant::now() < deadline, "the command never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for name in ["", "mine.txt", "made-inside"] {
+        let meta = std::fs::metadata(dir.path().join(name)).unwrap();
+        assert_eq!(meta.uid(), me, "{name:?} after the interrupt");
+    }
+    let left = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains("8317"))
+                .unwrap_or(false)
+        })
+        .count();
+    assert_eq!(left, 0, "the sandbox's process survived");
+}

@@ -264,6 +264,7 @@ fn listed(report: &GateReport) -> Vec<String> {
         Oversize::MoreFiles { more } => format!("TooLarge {more} more"),
         Oversize::Entries { limit } => format!("TooLarge {limit} entries"),
         Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
+        Oversize::Total { bytes, .. } => format!("TooLarge total {bytes}"),
     }));
     found.extend(report.secrets.iter().map(|s| format!("Secret {}", s.place)));
     found.extend(
@@ -841,6 +842,31 @@ fn a_file_above_the_limit_is_refused_by_path_and_size() {
         Extra {
             limits: TreeLimits {
                 max_file_bytes: 2048,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+/// Sparse files cost the sandbox's disk nothing, but the host's diff and
+/// commit would read (and deflate) every byte of each: past what the tree
+/// may hold, as the host reads it, the push is refused before libgit2
+/// reads any of them.
+#[test]
+fn sparse_files_adding_up_past_the_total_are_refused_unread() {
+    run_with(
+        Case {
+            script: "mkdir data
+for i in 1 2 3 4 5; do truncate -s 1000 data/f$i; done",
+            policy: ALLOW,
+            findings: vec!["TooLarge total 5327"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits: TreeLimits {
+                max_file_bytes: 2048,
+                max_total_bytes: 4096,
                 ..TreeLimits::default()
             },
             ..Extra::default()

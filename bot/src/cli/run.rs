@@ -87,6 +87,15 @@ impl RunReport {
 }
 
 pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
+    // Interrupted, the run's future is dropped: its sandbox is destroyed
+    // and its job directory removed on the way out.
+    tokio::select! {
+        report = run_to_end(config, args) => report,
+        _ = super::interrupted() => anyhow::bail!("interrupted: nothing was committed"),
+    }
+}
+
+async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
     let mut model_config = config.model.clone();
     if let Some(provider) = args.provider {
         model_config.provider = provider;
@@ -132,7 +141,8 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
         .working_copy(&tree, &git_dir, &base, &branch)
         .context("making the working copy")?;
     let base_commit = copy.head()?.peel_to_commit()?.id();
-    let before = gate::before(&copy, config.git.tree_limits()).context("the integrity snapshot")?;
+    let before = gate::before(&copy, config.git.tree_limits(config.sandbox.disk_mib))
+        .context("the integrity snapshot")?;
 
     let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
     let mut report = match result {

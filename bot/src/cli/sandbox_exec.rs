@@ -36,7 +36,13 @@ pub async fn sandbox_exec(config: &Config, args: SandboxExecArgs) -> anyhow::Res
         .create(config.sandbox.spec(&workdir))
         .await
         .context("creating the sandbox")?;
-    let result = run(&*sandbox, args.command).await;
+    let result = tokio::select! {
+        result = run(&*sandbox, args.command) => result,
+        _ = super::interrupted() => {
+            eprintln!("forgehand: interrupted: the sandbox is destroyed");
+            Ok(130)
+        }
+    };
     sandbox.destroy().await.context("destroying the sandbox")?;
     result
 }

@@ -53,11 +53,18 @@ impl Default for GitConfig {
 }
 
 impl GitConfig {
-    /// How much of the working copy the gate reads.
-    pub fn tree_limits(&self) -> forgehand_forge::git::TreeLimits {
+    /// How much of the working copy the gate reads: each file up to
+    /// `max_file_mib`, all of them together up to what the working copy's
+    /// file system holds (`sandbox.disk_mib`, when it is limited).
+    pub fn tree_limits(&self, disk_mib: u64) -> forgehand_forge::git::TreeLimits {
+        let defaults = forgehand_forge::git::TreeLimits::default();
         forgehand_forge::git::TreeLimits {
             max_file_bytes: self.max_file_mib.saturating_mul(1 << 20),
-            ..Default::default()
+            max_total_bytes: match disk_mib {
+                0 => defaults.max_total_bytes,
+                mib => mib.saturating_mul(1 << 20),
+            },
+            ..defaults
         }
     }
 

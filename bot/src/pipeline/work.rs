@@ -74,7 +74,7 @@ impl Pipeline {
         // existing one when a previous run pushed it).
         let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
         let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
-        let tree_limits = self.config.git.tree_limits();
+        let tree_limits = self.config.git.tree_limits(self.config.sandbox.disk_mib);
         let prepared = {
             let (url, credentials, branch, base, tree, git_dir) = (
                 url.clone(),

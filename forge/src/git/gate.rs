@@ -62,6 +62,11 @@ pub enum Oversize {
     Recorded {
         limit: usize,
     },
+    /// The files together, as the host would read them.
+    Total {
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl fmt::Display for Oversize {
@@ -77,6 +82,10 @@ impl fmt::Display for Oversize {
             Oversize::Recorded { limit } => write!(
                 f,
                 "the working tree holds more than {limit} watched files and symlinks"
+            ),
+            Oversize::Total { bytes, limit } => write!(
+                f,
+                "the working tree's files add up to {bytes} bytes as the host reads them (holes in sparse files included), above the limit of {limit} bytes"
             ),
         }
     }
@@ -267,6 +276,13 @@ fn decide(
     report.left_out_more = audit.left_out_more;
     if let Some(limit) = audit.too_many_entries {
         report.too_large.push(Oversize::Entries { limit });
+        return Ok(Some(RefusalReason::TooLarge));
+    }
+    if audit.total_bytes > limits.max_total_bytes {
+        report.too_large.push(Oversize::Total {
+            bytes: audit.total_bytes,
+            limit: limits.max_total_bytes,
+        });
         return Ok(Some(RefusalReason::TooLarge));
     }
     let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {

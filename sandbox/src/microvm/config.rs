@@ -224,6 +224,12 @@ pub(super) fn exec_options(
         .cwd(workdir)
         .user(guest_user())
         .rlimit(RlimitResource::Nproc, u64::from(limits.max_pids))
+        // The same share as the namespace backend's: the guest's table is
+        // its own, but a limit that differs by backend surprises builds.
+        .rlimit(
+            RlimitResource::Nofile,
+            crate::namespace::open_files::rlimit(limits.max_pids).rlim_max,
+        )
         .tty(false);
     match stdin {
         Some(bytes) => options.stdin_bytes(bytes),

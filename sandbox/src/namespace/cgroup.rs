@@ -287,12 +287,25 @@ fn write_v1_limits(
     if memsw.exists() {
         write(&memsw, &bytes.to_string())?;
     }
+    // v1 charges socket buffers apart from the memory above, and without
+    // a limit: a sandbox could pin any amount of the host's kernel memory
+    // in loopback TCP queues. (v2 charges them to memory.max.)
+    let tcp = memory.join("memory.kmem.tcp.limit_in_bytes");
+    if tcp.exists() {
+        write(&tcp, &tcp_limit_bytes(limits).to_string())?;
+    }
     write(&pids.join("pids.max"), &limits.max_pids.to_string())?;
     write(&cpu.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())?;
     write(
         &cpu.join("cpu.cfs_quota_us"),
         &(CPU_PERIOD_US * u64::from(limits.vcpus.max(1))).to_string(),
     )
+}
+
+/// Socket buffers a sandbox may hold on cgroup v1: a quarter of its
+/// memory, at least 16 MiB.
+pub(crate) fn tcp_limit_bytes(limits: &Limits) -> u64 {
+    (limits.memory_mib / 4).max(16) * 1024 * 1024
 }
 
 fn write_v2_limits(dir: &Path, limits: &Limits) -> Result<(), SandboxError> {

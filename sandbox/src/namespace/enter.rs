@@ -40,6 +40,15 @@ const KINDS: [(&str, libc::c_int); 7] = [
     ("user", libc::CLONE_NEWUSER),
 ];
 
+/// What confines each command, besides the namespaces and the filter.
+#[derive(Clone, Copy)]
+pub(crate) struct Confinement {
+    /// The Landlock ruleset; `None` on a kernel without Landlock.
+    pub landlock: Option<RawFd>,
+    /// `RLIMIT_NOFILE`, soft and hard (see the open_files module).
+    pub open_files: libc::rlimit,
+}
+
 /// What the forked child needs, opened and built before the fork.
 pub(crate) struct Entry {
     namespaces: Vec<(File, libc::c_int)>,
@@ -51,7 +60,7 @@ pub(crate) struct Entry {
     not_found: Vec<u8>,
     no_workdir: Vec<u8>,
     cgroup_join_files: Vec<CString>,
-    landlock: Option<RawFd>,
+    confinement: Confinement,
     filters: &'static [Vec<libc::sock_filter>],
 }
 
@@ -65,7 +74,7 @@ impl Entry {
         program: &str,
         path_var: &str,
         cgroup_join_files: Vec<CString>,
-        landlock: Option<RawFd>,
+        confinement: Confinement,
     ) -> io::Result<Entry> {
         let open = |path: String, flags| {
             File::options()
@@ -99,7 +108,7 @@ impl Entry {
             not_found: format!("forgehand: {program}: command not found\n").into_bytes(),
             no_workdir: format!("forgehand: cannot change directory to {workdir}\n").into_bytes(),
             cgroup_join_files,
-            landlock,
+            confinement,
             filters: super::seccomp::programs(),
         })
     }
@@ -124,6 +133,12 @@ impl Entry {
         // controlling terminal to inject input into.
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
         libc::setsid();
+        // Lowered while still root on the host: the guest user cannot
+        // raise it again.
+        check(libc::setrlimit(
+            libc::RLIMIT_NOFILE,
+            &self.confinement.open_files,
+        ))?;
         super::holder::join_cgroups(&self.cgroup_join_files)?;
         for (ns, kind) in &self.namespaces {
             check(libc::setns(ns.as_raw_fd(), *kind))?;
@@ -152,7 +167,7 @@ impl Entry {
         }
         // The confinement comes last, and holds the program and all it
         // starts.
-        if let Some(fd) = self.landlock {
+        if let Some(fd) = self.confinement.landlock {
             super::landlock::restrict_self_raw(fd)?;
         }
         super::seccomp::install(self.filters)

@@ -180,6 +180,8 @@ pub(crate) struct Start {
     pub identity: HostIdentity,
     /// The working copy, opened by Forgehand.
     pub workspace: File,
+    /// `RLIMIT_NOFILE` for bubblewrap and the sandbox's first process.
+    pub open_files: libc::rlimit,
 }
 
 fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
@@ -204,6 +206,7 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
         "copying the rootfs and working-copy mounts",
     ))?;
     let HostIdentity { uid, gid } = start.identity;
+    let open_files = start.open_files;
     let mut command = Command::new(&start.bwrap);
     command
         .args(bwrap_args(&start.spec))
@@ -217,6 +220,9 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
     unsafe {
         command.pre_exec(move || {
             join_cgroups(&join_files)?;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &open_files) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             // The sandbox's first process should not be what the OOM
             // killer picks when a command inside hits the memory limit:
             // that would end the sandbox instead of the command. Best

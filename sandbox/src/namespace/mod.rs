@@ -12,6 +12,7 @@ mod enter;
 mod holder;
 pub mod identity;
 mod landlock;
+pub(crate) mod open_files;
 pub mod seccomp;
 
 pub use holder::{MASKED_DIRS, MASKED_FILES, READ_ONLY};
@@ -130,6 +131,7 @@ impl Backend for NamespaceBackend {
                 tracing::warn!(%error, "giving the working copy back failed");
             }
         };
+        let nofile = open_files::rlimit(spec.limits.max_pids);
         let started = holder::start(holder::Start {
             bwrap: self.bwrap.clone(),
             spec: spec.clone(),
@@ -138,6 +140,7 @@ impl Backend for NamespaceBackend {
             workspace: workspace
                 .try_clone()
                 .map_err(SandboxError::io("the working copy"))?,
+            open_files: nofile,
         })
         .await;
         let holder = match started {
@@ -174,6 +177,7 @@ impl Backend for NamespaceBackend {
                 group: Arc::new(group),
                 owner,
                 landlock: ruleset,
+                open_files: nofile,
                 execs: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
             }),
@@ -213,6 +217,8 @@ struct Inner {
     owner: identity::Owner,
     /// Enforced on every exec; `None` on a kernel without Landlock.
     landlock: Option<OwnedFd>,
+    /// Each process's `RLIMIT_NOFILE` (see the open_files module).
+    open_files: libc::rlimit,
     execs: AtomicU64,
     destroyed: AtomicBool,
 }
@@ -262,7 +268,10 @@ impl Inner {
             &request.argv[0],
             env.get("PATH").map_or("", String::as_str),
             join_files,
-            self.landlock.as_ref().map(|fd| fd.as_raw_fd()),
+            enter::Confinement {
+                landlock: self.landlock.as_ref().map(|fd| fd.as_raw_fd()),
+                open_files: self.open_files,
+            },
         )
         .map_err(|e| {
             if self.destroyed.load(Ordering::SeqCst) {

@@ -44,6 +44,8 @@ macro_rules! suite {
             new every_process_is_confined,
             new landlock_confines_each_command,
             sized writes_stop_at_the_size_limits,
+            new socket_buffers_count_against_the_memory_limit,
+            new open_files_stop_at_a_share_of_the_hosts_file_table,
         );
     };
     // `new`: runs beside the others; `alone`: while no other probe runs

@@ -404,3 +404,98 @@ pub async fn writes_stop_at_the_size_limits(ctx: &Ctx) {
         .len();
     assert!(written <= 64 << 20, "{written} bytes on the host");
 }
+
+pub async fn socket_buffers_count_against_the_memory_limit(ctx: &Ctx) {
+    // Loopback TCP queues that nobody reads: kernel memory the sandbox
+    // pins. The test's sandboxes have 256 MiB.
+    let script = r#"
+import socket, time
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4096)
+port = srv.getsockname()[1]
+conns, total, idle, chunk = [], 0, 0, b"x" * 65536
+deadline = time.time() + 15
+while total < (600 << 20) and idle < 50 and time.time() < deadline:
+    c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    try:
+        c.connect(("127.0.0.1", port)); s, _ = srv.accept()
+    except OSError:
+        break
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    c.setblocking(False); n = 0
+    try:
+        while True:
+            n += c.send(chunk)
+    except (BlockingIOError, OSError):
+        pass
+    idle = idle + 1 if n == 0 else 0
+    total += n; conns.append((c, s))
+print(f"queued_mib={total >> 20}")
+"#;
+    let out = ctx
+        .exec(forgehand_sandbox::ExecRequest::new([
+            "python3", "-c", script,
+        ]))
+        .await;
+    let text = out.stdout.to_text();
+    // Killed by the memory limit is fine too: what matters is that the
+    // queues never outgrow the sandbox's memory.
+    if let Some(mib) = text
+        .lines()
+        .find_map(|l| l.strip_prefix("queued_mib="))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        assert!(
+            mib <= support::limits().memory_mib,
+            "{mib} MiB of socket buffers held by a sandbox of {} MiB",
+            support::limits().memory_mib
+        );
+    } else {
+        assert!(
+            !out.status.success(),
+            "no report: {text} {}",
+            out.stderr.to_text()
+        );
+    }
+}
+
+pub async fn open_files_stop_at_a_share_of_the_hosts_file_table(ctx: &Ctx) {
+    // All the processes a sandbox may run, each holding all it may open,
+    // stay within a quarter of the host's file table; and the guest
+    // cannot raise its limit (asking for more is refused, nothing is
+    // changed on the host).
+    let script = r#"
+import os, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+print(f"soft={soft}"); print(f"hard={hard}")
+try:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard + 1, hard + 1)); print("raise=ok")
+except (ValueError, OSError) as e:
+    print("raise=refused")
+fds = []
+try:
+    while len(fds) < hard + 10:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+    print("opened=all")
+except OSError as e:
+    print(f"opened={len(fds)}")
+"#;
+    let report = python(ctx, script).await;
+    let file_max: u64 = std::fs::read_to_string("/proc/sys/fs/file-max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let hard: u64 = value(&report, "hard").parse().unwrap();
+    assert_eq!(value(&report, "soft"), value(&report, "hard"), "{report}");
+    assert_eq!(value(&report, "raise"), "refused", "{report}");
+    let max_pids = u64::from(support::limits().max_pids);
+    assert!(
+        hard * max_pids <= file_max / 4 || hard == 64,
+        "{max_pids} processes of {hard} open files each could take {} of the host's {file_max}",
+        hard * max_pids
+    );
+    let opened: u64 = value(&report, "opened")
+        .parse()
+        .unwrap_or_else(|_| panic!("opened past the limit: {report}"));
+    assert!(opened < hard, "{report}");
+}

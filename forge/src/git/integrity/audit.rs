@@ -50,6 +50,8 @@ pub struct Audit {
     pub large_more: usize,
     /// Set when the walk stopped at the entry limit.
     pub too_many_entries: Option<usize>,
+    /// The regular files' lengths added up (holes count: git reads them).
+    pub total_bytes: u64,
     /// Whether every `.gitignore` met was a plain file, so that asking git
     /// what is ignored reads only audited files.
     pub ignores_trusted: bool,
@@ -95,6 +97,7 @@ pub fn audit(
                     }
                 }
                 Kind::File if item.meta.len() > limits.max_file_bytes => {
+                    audit.total_bytes = audit.total_bytes.saturating_add(item.meta.len());
                     if audit.large.len() < MAX_LISTED {
                         audit.large.push(LargeFile {
                             rel: item.rel.to_owned(),
@@ -103,6 +106,9 @@ pub fn audit(
                     } else {
                         audit.large_more += 1;
                     }
+                }
+                Kind::File => {
+                    audit.total_bytes = audit.total_bytes.saturating_add(item.meta.len());
                 }
                 _ => {}
             }

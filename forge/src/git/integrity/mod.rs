@@ -56,7 +56,15 @@ pub struct TreeLimits {
     pub max_entries: usize,
     /// Watched files and symlinks one snapshot may record.
     pub max_recorded: usize,
+    /// What the tree's regular files may add up to as the host reads them
+    /// (their length, holes included): sparse files cost the sandbox's
+    /// disk nothing, but the host's diff and commit read every byte.
+    pub max_total_bytes: u64,
 }
+
+/// 10 GiB: what a job's working copy may hold by default
+/// (`sandbox.disk_mib`).
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 10 << 30;
 
 impl Default for TreeLimits {
     fn default() -> Self {
@@ -64,6 +72,7 @@ impl Default for TreeLimits {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_entries: 500_000,
             max_recorded: 50_000,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
         }
     }
 }
