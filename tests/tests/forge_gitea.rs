@@ -233,7 +233,7 @@ async fn errors_come_with_their_kind() {
     ));
     gitea.with(|s| s.faults.push_back((429, Some(7))));
     match client.issue(&repo, 1).await {
-        Err(ForgeError::RateLimited { retry_after }) => {
+        Err(ForgeError::RateLimited { retry_after, .. }) => {
             assert_eq!(retry_after, Duration::from_secs(7))
         }
         other => panic!("{other:?}"),

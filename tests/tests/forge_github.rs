@@ -178,7 +178,7 @@ async fn errors_come_with_their_kind() {
     ));
     github.with(|s| s.faults.push_back((429, Some(30))));
     match client.issue(&repo, 1).await {
-        Err(ForgeError::RateLimited { retry_after }) => assert_eq!(retry_after.as_secs(), 30),
+        Err(ForgeError::RateLimited { retry_after, .. }) => assert_eq!(retry_after.as_secs(), 30),
         other => panic!("{other:?}"),
     }
     let stranger = GitHubClient::new(

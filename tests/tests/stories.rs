@@ -400,6 +400,62 @@ async fn gitea_forge_faults_while_the_pull_request_is_made_are_retried_once_made
     .await;
 }
 
+/// Reads fail as writes do: the issue, its comments (the status
+/// comment's lookup and the conversation) and the requester's permission
+/// each meet a 5xx or a rate limit once, and the job goes through in its
+/// first attempt.
+async fn read_faults_are_waited_out_within_the_attempt(kind: Kind, issue: &str, permission: &str) {
+    let story = Story::start(kind, good_script()).await;
+    let comments = format!("{issue}/comments");
+    story.forge.with(|s| {
+        for (call, status, retry_after) in [
+            (issue, 502, None),
+            (comments.as_str(), 429, Some(1)),
+            (comments.as_str(), 500, None),
+            // GitHub's secondary rate limit: a 403 with Retry-After.
+            (permission, 403, Some(1)),
+        ] {
+            s.call_faults.push(CallFault {
+                call: call.into(),
+                status,
+                retry_after,
+                after_serving: false,
+            });
+        }
+    });
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["attempts"], 1, "retried within the attempt: {job:#}");
+    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
+    let left = story.forge.with(|s| s.call_faults.len());
+    assert_eq!(left, 0, "every fault was met");
+    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_read_faults_are_waited_out_within_the_attempt() {
+    read_faults_are_waited_out_within_the_attempt(
+        Kind::GitHub,
+        "GET /repos/{owner}/{repo}/issues/{issue_number}",
+        "GET /repos/{owner}/{repo}/collaborators/{username}/permission",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_read_faults_are_waited_out_within_the_attempt() {
+    read_faults_are_waited_out_within_the_attempt(
+        Kind::Gitea,
+        "GET /repos/{owner}/{repo}/issues/{index}",
+        "GET /repos/{owner}/{repo}/collaborators/{collaborator}/permission",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() {
     let mut script = vec![Step::call(

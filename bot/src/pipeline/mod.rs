@@ -6,7 +6,6 @@
 
 mod orders;
 mod prepare;
-mod retry;
 pub mod status;
 mod work;
 
@@ -14,7 +13,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use forgehand_forge::api::{ForgeApi, ForgeError, Outbound, ReactionTarget, RepoRef};
+use forgehand_forge::api::{
+    ForgeApi, ForgeError, Outbound, ReactionTarget, RepoRef, RetryPolicy, Retrying,
+};
 use forgehand_forge::git::SecretScanner;
 use forgehand_forge::ForgeKind;
 use forgehand_sandbox::Backend;
@@ -27,7 +28,6 @@ use crate::job::{Job, JobCommand, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::store::ClaimedJob;
 use orders::{Order, Resolved};
-use retry::retrying;
 use status::StatusComment;
 use work::{Done, Steps};
 
@@ -102,10 +102,11 @@ impl Pipeline {
         }
     }
 
-    /// The forge's API for a job, behind the outbound filter: every text
-    /// the job sends is redacted of the host's secrets.
+    /// The forge's API for a job: every call retried within the attempt
+    /// when a passing fault ends it, and behind the outbound filter, so
+    /// every text the job sends is redacted of the host's secrets.
     fn api(&self, forge: ForgeKind) -> Result<Arc<dyn ForgeApi>, JobError> {
-        let api = self.raw_api(forge)?;
+        let api = Arc::new(Retrying::new(self.raw_api(forge)?, RetryPolicy::default()));
         let scanner = SecretScanner::new(self.secrets.iter().cloned());
         Ok(Arc::new(Outbound::new(api, scanner)))
     }
@@ -146,13 +147,13 @@ impl JobHandler for Pipeline {
                 ..
             } => {
                 let text = crate::command::help_text(&self.config.bot.username);
-                retrying(|| api.create_comment(&repo, job.target, &text))
+                api.create_comment(&repo, job.target, &text)
                     .await
                     .map_err(forge_err)?;
                 return Ok(json!({"outcome": "help"}));
             }
             Task::ExplainCommandError { message, .. } => {
-                retrying(|| api.create_comment(&repo, job.target, message))
+                api.create_comment(&repo, job.target, message)
                     .await
                     .map_err(forge_err)?;
                 return Ok(json!({"outcome": "explained"}));
@@ -179,7 +180,7 @@ impl JobHandler for Pipeline {
                 allow_sensitive,
             } => (order, allow_sensitive),
             Resolved::Answer { reply, outcome } => {
-                retrying(|| api.create_comment(&repo, job.target, &reply))
+                api.create_comment(&repo, job.target, &reply)
                     .await
                     .map_err(forge_err)?;
                 return Ok(json!({"outcome": outcome}));
@@ -202,9 +203,7 @@ impl JobHandler for Pipeline {
             }
             _ => ReactionTarget::Issue(job.target),
         };
-        retrying(|| api.react_eyes(&repo, reaction))
-            .await
-            .map_err(forge_err)?;
+        api.react_eyes(&repo, reaction).await.map_err(forge_err)?;
         let bot = crate::trigger::BotIdentity {
             username: self.config.bot.username.clone(),
             label: self.config.bot.label.clone(),
@@ -324,7 +323,8 @@ impl Pipeline {
         repo: &RepoRef,
         job: &Job,
     ) -> Result<bool, JobError> {
-        let permission = retrying(|| api.permission(repo, &job.requested_by))
+        let permission = api
+            .permission(repo, &job.requested_by)
             .await
             .map_err(forge_err)?;
         if permission.can_write() {
@@ -334,7 +334,7 @@ impl Pipeline {
             "@{} thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.",
             job.requested_by
         );
-        retrying(|| api.create_comment(repo, job.target, &reply))
+        api.create_comment(repo, job.target, &reply)
             .await
             .map_err(forge_err)?;
         Ok(false)
@@ -362,11 +362,11 @@ impl Pipeline {
                 "@{} there is nothing to stop: no job of mine is running or waiting on #{}.",
                 job.requested_by, job.target
             );
-            retrying(|| api.create_comment(repo, job.target, &reply))
+            api.create_comment(repo, job.target, &reply)
                 .await
                 .map_err(forge_err)?;
         } else {
-            retrying(|| api.react_eyes(repo, ReactionTarget::Comment(comment_id)))
+            api.react_eyes(repo, ReactionTarget::Comment(comment_id))
                 .await
                 .map_err(forge_err)?;
         }

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use forgehand_forge::api::{ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
 use forgehand_forge::ReviewState;
 
-use super::retry::retrying;
 use super::work::Work;
 use super::{Failure, Pipeline};
 use crate::agent::prompts::{ForgeText, Prompts};
@@ -36,7 +35,8 @@ impl<'a> Permissions<'a> {
             return Ok(*known);
         }
         let (api, repo) = (self.api, self.repo);
-        let can = retrying(|| api.permission(repo, login))
+        let can = api
+            .permission(repo, login)
             .await
             .map_err(Failure::forge)?
             .can_write();
@@ -173,7 +173,8 @@ impl Pipeline {
         let review_id = match review.id {
             Some(id) => Some(id),
             None => {
-                let reviews = retrying(|| api.reviews(repo, job.target))
+                let reviews = api
+                    .reviews(repo, job.target)
                     .await
                     .map_err(Failure::forge)?;
                 let found =
@@ -189,7 +190,8 @@ impl Pipeline {
             }
         };
         let threads: Vec<ReviewComment> = match review_id {
-            Some(id) => retrying(|| api.review_threads(repo, job.target, id))
+            Some(id) => api
+                .review_threads(repo, job.target, id)
                 .await
                 .map_err(Failure::forge)?,
             None => Vec::new(),
@@ -289,7 +291,8 @@ impl Pipeline {
         api: &dyn ForgeApi,
         repo: &RepoRef,
     ) -> Result<PullRequest, Failure> {
-        let pr = retrying(|| api.pull_request(repo, job.target))
+        let pr = api
+            .pull_request(repo, job.target)
             .await
             .map_err(Failure::forge)?;
         if !pr.head_ref.starts_with(self.config.git.branch_prefix()) {

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
-use super::retry::retrying;
 use crate::trigger::BotIdentity;
 
 /// The checklist's steps, in order.
@@ -118,7 +117,7 @@ impl StatusComment {
             }
             None => {
                 let body = format!("{first}\n{mark}");
-                let created = retrying(|| api.create_comment(repo, target, &body)).await?;
+                let created = api.create_comment(repo, target, &body).await?;
                 Ok(StatusComment {
                     id: created.id,
                     job,
@@ -134,7 +133,7 @@ impl StatusComment {
         text: &str,
     ) -> Result<(), ForgeError> {
         let body = format!("{text}\n{}", marker(self.job));
-        retrying(|| api.edit_comment(repo, self.id, &body)).await
+        api.edit_comment(repo, self.id, &body).await
     }
 }
 

@@ -14,7 +14,6 @@ use forgehand_forge::git::{
 use serde_json::{json, Value};
 use tracing::warn;
 
-use super::retry::retrying;
 use super::status::{self, StatusComment};
 use super::{Failure, Pipeline};
 use crate::agent::prompts::Prompts;
@@ -272,14 +271,14 @@ impl Pipeline {
             target_url: None,
         };
         let sha = commit.clone().unwrap_or_default();
-        if let Err(error) = retrying(|| api.set_status(repo, &sha, &checked)).await {
+        if let Err(error) = api.set_status(repo, &sha, &checked).await {
             warn!(%error, "setting the commit status failed");
         }
         if let Some((pr, threads)) = follow_up {
             let sha: String = commit.unwrap_or_default().chars().take(10).collect();
             for (n, thread) in threads.iter().enumerate() {
                 let reply = thread_reply(&replies, n + 1, &sha);
-                retrying(|| api.reply_to_review_comment(repo, pr.number, thread, &reply))
+                api.reply_to_review_comment(repo, pr.number, thread, &reply)
                     .await
                     .map_err(Failure::forge)?;
             }
@@ -310,12 +309,13 @@ impl Pipeline {
         };
         // Safe to repeat: the open pull request of the branch is looked for
         // first, so a try that made it before failing is not made twice.
-        let pr = retrying(|| api.open_pull_request(repo, &new))
+        let pr = api
+            .open_pull_request(repo, &new)
             .await
             .map_err(Failure::forge)?;
         // Whoever asked reviews it. A pull request is there either way.
         let reviewer = [job.requested_by.as_str()];
-        if let Err(error) = retrying(|| api.request_review(repo, pr.number, &reviewer)).await {
+        if let Err(error) = api.request_review(repo, pr.number, &reviewer).await {
             warn!(%error, "requesting a review failed");
         }
         steps.done("pull request");

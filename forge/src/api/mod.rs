@@ -6,10 +6,12 @@ pub mod gitea;
 pub mod github;
 mod outbound;
 mod pager;
+mod retrying;
 mod wire;
 
 pub use outbound::Outbound;
 pub use pager::MAX_PAGES;
+pub use retrying::{RetryPolicy, Retrying};
 
 pub use crate::model::{Actor, Comment, Issue, IssueState, PullRequest, RepoRef, ReviewState};
 
@@ -24,8 +26,9 @@ pub enum ForgeError {
     NotFound(String),
     #[error("forbidden: {0}")]
     Forbidden(String),
-    #[error("rate limited: try again in {} s", .retry_after.as_secs())]
-    RateLimited { retry_after: Duration },
+    /// `call` names the request (`GET /repos/o/r/issues/1`).
+    #[error("{call}: rate limited: try again in {} s", .retry_after.as_secs())]
+    RateLimited { retry_after: Duration, call: String },
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("the forge refused the request: {0}")]
@@ -207,13 +210,23 @@ pub(crate) fn classify(status: u16, retry_after: Option<Duration>, detail: Strin
         404 => ForgeError::NotFound(detail),
         401 | 403 if retry_after.is_some() => ForgeError::RateLimited {
             retry_after: retry_after.unwrap_or_default(),
+            call: call_of(&detail),
         },
         401 | 403 => ForgeError::Forbidden(detail),
         409 => ForgeError::Conflict(detail),
         422 | 400 => ForgeError::Invalid(detail),
         429 => ForgeError::RateLimited {
             retry_after: retry_after.unwrap_or(Duration::from_secs(60)),
+            call: call_of(&detail),
         },
         _ => ForgeError::Other(format!("HTTP {status}: {detail}")),
     }
+}
+
+/// The request a `detail` (`"{call}: {message}"`) is about.
+fn call_of(detail: &str) -> String {
+    detail
+        .split_once(": ")
+        .map_or(detail, |(call, _)| call)
+        .to_owned()
 }
