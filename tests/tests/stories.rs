@@ -456,6 +456,90 @@ async fn gitea_read_faults_are_waited_out_within_the_attempt() {
     .await;
 }
 
+/// An attempt that fails for a reason worth another try says so, not
+/// "Stopped": the issue cannot be read through five server errors, the
+/// status comment shows the attempt that failed and then the next one
+/// with what ended the first, and ends on the pull request.
+async fn a_failed_attempt_shows_as_a_retry(kind: Kind, issue: &str) {
+    let story = Story::start(kind, good_script()).await;
+    story.forge.with(|s| {
+        for _ in 0..5 {
+            s.call_faults.push(CallFault {
+                call: issue.into(),
+                status: 502,
+                retry_after: None,
+                after_serving: false,
+            });
+        }
+    });
+    story.label(1).await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["attempts"], 2, "{job:#}");
+    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    // What the status comment said on the way, as the forge's webhooks
+    // for its edits carried it.
+    let said: Vec<String> = story
+        .forge
+        .deliveries()
+        .iter()
+        .map(|d| d.json())
+        .filter(|p| {
+            p["action"] == "edited"
+                && p["comment"]["body"]
+                    .as_str()
+                    .is_some_and(|b| b.contains(STATUS_MARKER))
+        })
+        .map(|p| {
+            p["comment"]["body"]
+                .as_str()
+                .unwrap()
+                .split(STATUS_MARKER)
+                .next()
+                .unwrap()
+                .trim_end()
+                .to_owned()
+        })
+        .collect();
+    let failed = said
+        .iter()
+        .position(|t| t.starts_with("🔁 **Attempt 1 of 5 failed**: `forge_error`."))
+        .unwrap_or_else(|| panic!("no retry shown: {said:#?}"));
+    assert!(
+        said[failed].contains("HTTP 502")
+            && said[failed].ends_with("I will try again shortly (attempt 2 of 5)."),
+        "{}",
+        said[failed]
+    );
+    assert!(
+        said[failed + 1].starts_with("🛠️ **Forgehand is working on this.**")
+            && said[failed + 1].contains("_Attempt 2 of 5, after: forge_error: "),
+        "{said:#?}"
+    );
+    assert!(
+        !said.iter().any(|t| t.contains("Stopped")),
+        "a retried attempt is not a stop: {said:#?}"
+    );
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_a_failed_attempt_shows_as_a_retry() {
+    a_failed_attempt_shows_as_a_retry(
+        Kind::GitHub,
+        "GET /repos/{owner}/{repo}/issues/{issue_number}",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_a_failed_attempt_shows_as_a_retry() {
+    a_failed_attempt_shows_as_a_retry(Kind::Gitea, "GET /repos/{owner}/{repo}/issues/{index}")
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() {
     let mut script = vec![Step::call(

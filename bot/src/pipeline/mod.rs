@@ -208,16 +208,10 @@ impl JobHandler for Pipeline {
             username: self.config.bot.username.clone(),
             label: self.config.bot.label.clone(),
         };
-        let status = StatusComment::open(
-            &*api,
-            &repo,
-            job.target,
-            claimed.id,
-            &status::working(1),
-            &bot,
-        )
-        .await
-        .map_err(forge_err)?;
+        let attempt = self.attempt(claimed, &cx).await;
+        let status = StatusComment::open(&*api, &repo, job.target, claimed.id, attempt, &bot)
+            .await
+            .map_err(forge_err)?;
 
         let started = Instant::now();
         let mut steps = Steps::new();
@@ -288,6 +282,8 @@ impl JobHandler for Pipeline {
             Err(failure) => {
                 let text = if failure.reason == "stopped" {
                     status::stopped(&failure.message)
+                } else if failure.retryable && status.attempt().has_next() {
+                    status::retrying(status.attempt(), &failure.reason, &failure.message)
                 } else {
                     status::failed(&failure.reason, &failure.message)
                 };
@@ -316,6 +312,24 @@ impl JobHandler for Pipeline {
 }
 
 impl Pipeline {
+    /// Which attempt this is, and how the last one ended (for the status
+    /// comment: a retry shows as a retry).
+    async fn attempt(&self, claimed: &ClaimedJob, cx: &JobContext) -> status::Attempt {
+        let after = if claimed.attempt > 1 {
+            match cx.store.job(claimed.id).await {
+                Ok(Some(detail)) => detail.job.last_error,
+                _ => None,
+            }
+        } else {
+            None
+        };
+        status::Attempt {
+            number: claimed.attempt,
+            of: claimed.max_attempts,
+            after,
+        }
+    }
+
     /// Whether the job's sender has write access; one polite reply when not.
     async fn authorized(
         &self,

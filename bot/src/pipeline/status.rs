@@ -28,6 +28,70 @@ pub fn working(current: usize) -> String {
     out
 }
 
+/// Which attempt of a job this is, and how the one before it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    /// 1 for the first.
+    pub number: u32,
+    pub of: u32,
+    /// The error the attempt before ended with.
+    pub after: Option<String>,
+}
+
+impl Attempt {
+    pub fn first() -> Self {
+        Attempt {
+            number: 1,
+            of: 1,
+            after: None,
+        }
+    }
+
+    /// The line under the checklist of a second or later attempt.
+    fn note(&self) -> String {
+        if self.number <= 1 {
+            return String::new();
+        }
+        let after = match &self.after {
+            Some(error) => format!(", after: {}", one_line(error, 200)),
+            None => String::new(),
+        };
+        format!("\n_Attempt {} of {}{after}_\n", self.number, self.of)
+    }
+
+    /// Whether a later attempt follows this one if it fails retryably.
+    pub fn has_next(&self) -> bool {
+        self.number < self.of
+    }
+}
+
+/// The status comment of attempt `attempt` while it runs.
+pub fn working_on(current: usize, attempt: &Attempt) -> String {
+    working(current) + &attempt.note()
+}
+
+/// An attempt failed and another follows: not a final form, so it says
+/// so instead of "Stopped".
+pub fn retrying(attempt: &Attempt, reason: &str, explanation: &str) -> String {
+    format!(
+        "🔁 **Attempt {} of {} failed**: `{reason}`. {}\n\nI will try again shortly (attempt {} of {}).\n",
+        attempt.number,
+        attempt.of,
+        one_line(explanation, 200),
+        attempt.number + 1,
+        attempt.of
+    )
+}
+
+/// The first line of `text`, cut at `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let first = text.lines().next().unwrap_or_default();
+    match first.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &first[..at]),
+        None => first.to_owned(),
+    }
+}
+
 /// The final form when a pull request was opened or updated.
 pub fn done(pr_url: &str, pr_number: u64, updated: bool) -> String {
     let verb = if updated { "Updated" } else { "Opened" };
@@ -86,6 +150,7 @@ pub fn marker(job: i64) -> String {
 pub struct StatusComment {
     pub id: u64,
     job: i64,
+    attempt: Attempt,
 }
 
 impl StatusComment {
@@ -97,10 +162,11 @@ impl StatusComment {
         repo: &RepoRef,
         target: u64,
         job: i64,
-        first: &str,
+        attempt: Attempt,
         bot: &BotIdentity,
     ) -> Result<Self, ForgeError> {
         let mark = marker(job);
+        let first = &working_on(1, &attempt);
         let earlier = api
             .comments(repo, target)
             .await?
@@ -111,6 +177,7 @@ impl StatusComment {
                 let status = StatusComment {
                     id: comment.id,
                     job,
+                    attempt,
                 };
                 status.set(api, repo, first).await?;
                 Ok(status)
@@ -121,9 +188,25 @@ impl StatusComment {
                 Ok(StatusComment {
                     id: created.id,
                     job,
+                    attempt,
                 })
             }
         }
+    }
+
+    /// The checklist with the steps before `current` done.
+    pub async fn progress(
+        &self,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        current: usize,
+    ) -> Result<(), ForgeError> {
+        self.set(api, repo, &working_on(current, &self.attempt))
+            .await
+    }
+
+    pub fn attempt(&self) -> &Attempt {
+        &self.attempt
     }
 
     pub async fn set(
@@ -198,6 +281,21 @@ mod tests {
                 "not pushed: git's own files\n- `.git/hooks/x`: a hook\n"
             ),
             "❌ Stopped: `tamper`. not pushed: git's own files\n\n- `.git/hooks/x`: a hook\n"
+        );
+        let second = Attempt {
+            number: 2,
+            of: 5,
+            after: Some("forge_error: GET /repos/o/r/issues/1: HTTP 502\nmore".into()),
+        };
+        assert_eq!(
+            working_on(1, &second),
+            working(1)
+                + "\n_Attempt 2 of 5, after: forge_error: GET /repos/o/r/issues/1: HTTP 502_\n"
+        );
+        assert_eq!(working_on(1, &Attempt::first()), working(1));
+        assert_eq!(
+            retrying(&second, "infra", "the sandbox did not start\ndetail"),
+            "🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start\n\nI will try again shortly (attempt 3 of 5).\n"
         );
         assert_eq!(
             done("https://x/pull/2", 2, false),

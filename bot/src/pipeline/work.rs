@@ -118,7 +118,7 @@ impl Pipeline {
             retryable: true,
         })?;
         steps.done("working copy");
-        let _ = status.set(api, repo, &status::working(2)).await;
+        let _ = status.progress(api, repo, 2).await;
 
         // The agent, in the sandbox.
         // The configured secrets first: their names (github.token, ...)
@@ -176,7 +176,7 @@ impl Pipeline {
             return Ok(Done::Planned { plan: summary });
         }
         steps.done("agent");
-        let _ = status.set(api, repo, &status::working(3)).await;
+        let _ = status.progress(api, repo, 3).await;
 
         // The gate, the commit and the push.
         let mut policy = self.config.git.policy_for(&repo.full_name());
@@ -289,7 +289,7 @@ impl Pipeline {
                 updated: true,
             });
         }
-        let _ = status.set(api, repo, &status::working(5)).await;
+        let _ = status.progress(api, repo, 5).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &summary,
             closes: job.target,
