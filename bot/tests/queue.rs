@@ -169,7 +169,7 @@ async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
         .unwrap();
     assert_eq!(ghost.id, ids[0]);
     assert_eq!(
-        q.store.recover_expired_leases().await.unwrap(),
+        q.store.recover_expired_leases().await.unwrap().requeued,
         0,
         "not before the lease runs out"
     );
@@ -207,8 +207,46 @@ async fn an_expired_lease_on_the_last_attempt_dead_letters() {
         .unwrap()
         .unwrap();
     tokio::time::sleep(Duration::from_millis(80)).await;
-    assert_eq!(q.store.recover_expired_leases().await.unwrap(), 1);
+    let recovered = q.store.recover_expired_leases().await.unwrap();
+    assert_eq!(recovered.requeued, 0);
+    let dead: Vec<(i64, u32, u32)> = recovered
+        .dead
+        .iter()
+        .map(|j| (j.id, j.attempt, j.max_attempts))
+        .collect();
+    assert_eq!(dead, [(ids[0], 1, 1)]);
     assert_eq!(q.state(ids[0]).await.0, JobState::Dead);
+}
+
+/// The handler gets its last word about a job that died with its worker
+/// (the pipeline edits the status comment), once.
+#[tokio::test]
+async fn a_job_dead_lettered_by_the_reaper_is_handed_to_its_handler_once() {
+    let q = queue(1).await;
+    let ids = q.enqueue(&[1]).await;
+    q.store
+        .claim_job("ghost", Duration::from_millis(50))
+        .await
+        .unwrap()
+        .unwrap();
+    let handler = Scripted::new(|_| Step::Succeed);
+    let pool = q.pool(handler.clone(), 1, 200, 1000);
+    q.wait_for(ids[0], JobState::Dead).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while handler.dead_lettered.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "never handed over");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    pool.shutdown().await;
+    let dead = handler.dead_lettered.lock().unwrap().clone();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].0, ids[0]);
+    assert!(dead[0].1.contains("last attempt (1 of 1)"), "{}", dead[0].1);
+    assert!(
+        handler.ran.lock().unwrap().is_empty(),
+        "a dead job is not run"
+    );
 }
 
 #[tokio::test]

@@ -572,6 +572,57 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     assert!(story.status(1).starts_with("✅ Opened #2: "));
 }
 
+/// SIGKILL on the job's last attempt: no attempt is left to finish it,
+/// so the queue, when it dead-letters the job, gives the status comment
+/// its final word instead of leaving it on "working".
+#[tokio::test(flavor = "multi_thread")]
+async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
+    let mut script = vec![Step::call(
+        "bash",
+        json!({"command": "sleep 4 && echo 737373"}),
+    )];
+    script.extend(good_script());
+    let mut story = Story::start_with(
+        Kind::GitHub,
+        script,
+        &[
+            ("FORGEHAND_QUEUE__LEASE_SECS", "3"),
+            ("FORGEHAND_QUEUE__MAX_ATTEMPTS", "1"),
+        ],
+    )
+    .await;
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while host_processes_with("737373").is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(story
+        .status(1)
+        .starts_with("🛠️ **Forgehand is working on this.**"));
+    story.kill_forgehand();
+    story.start_forgehand().await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "dead", "{job:#}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while story.status(1).starts_with("🛠️") {
+        assert!(
+            Instant::now() < deadline,
+            "still working: {}",
+            story.status(1)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        story.status(1),
+        "❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)"
+    );
+    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
+    assert!(story.pulls().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let story = Story::start(

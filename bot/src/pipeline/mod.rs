@@ -137,6 +137,30 @@ fn forge_err(e: ForgeError) -> JobError {
 
 #[async_trait]
 impl JobHandler for Pipeline {
+    /// The worker died on the job's last attempt: its status comment, if
+    /// it has one, must not say "working" for good.
+    async fn dead_lettered(&self, claimed: &ClaimedJob, error: &str) {
+        let job = &claimed.job;
+        let Ok(api) = self.api(job.forge) else {
+            return;
+        };
+        let repo = RepoRef::new(&job.repo.owner, &job.repo.name);
+        let bot = self.bot_identity();
+        let found = StatusComment::find(&*api, &repo, job.target, claimed.id, &bot).await;
+        let result = match found {
+            Ok(Some(status)) => {
+                status
+                    .set(&*api, &repo, &status::failed("infra", error))
+                    .await
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(error) = result {
+            tracing::warn!(job_id = claimed.id, %error, "the dead job's status comment could not be set");
+        }
+    }
+
     async fn run(&self, claimed: &ClaimedJob, cx: JobContext) -> Result<Value, JobError> {
         let job = &claimed.job;
         let api = self.api(job.forge)?;
@@ -204,10 +228,7 @@ impl JobHandler for Pipeline {
             _ => ReactionTarget::Issue(job.target),
         };
         api.react_eyes(&repo, reaction).await.map_err(forge_err)?;
-        let bot = crate::trigger::BotIdentity {
-            username: self.config.bot.username.clone(),
-            label: self.config.bot.label.clone(),
-        };
+        let bot = self.bot_identity();
         let attempt = self.attempt(claimed, &cx).await;
         let status = StatusComment::open(&*api, &repo, job.target, claimed.id, attempt, &bot)
             .await
@@ -312,6 +333,13 @@ impl JobHandler for Pipeline {
 }
 
 impl Pipeline {
+    fn bot_identity(&self) -> crate::trigger::BotIdentity {
+        crate::trigger::BotIdentity {
+            username: self.config.bot.username.clone(),
+            label: self.config.bot.label.clone(),
+        }
+    }
+
     /// Which attempt this is, and how the last one ended (for the status
     /// comment: a retry shows as a retry).
     async fn attempt(&self, claimed: &ClaimedJob, cx: &JobContext) -> status::Attempt {

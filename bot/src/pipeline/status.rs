@@ -167,12 +167,7 @@ impl StatusComment {
     ) -> Result<Self, ForgeError> {
         let mark = marker(job);
         let first = &working_on(1, &attempt);
-        let earlier = api
-            .comments(repo, target)
-            .await?
-            .into_iter()
-            .find(|c| bot.is_me(&c.author.login) && c.body.contains(&mark));
-        match earlier {
+        match Self::earlier(api, repo, target, job, bot).await? {
             Some(comment) => {
                 let status = StatusComment {
                     id: comment.id,
@@ -192,6 +187,38 @@ impl StatusComment {
                 })
             }
         }
+    }
+
+    /// The job's status comment if an attempt made one.
+    pub async fn find(
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        target: u64,
+        job: i64,
+        bot: &BotIdentity,
+    ) -> Result<Option<Self>, ForgeError> {
+        Ok(Self::earlier(api, repo, target, job, bot)
+            .await?
+            .map(|comment| StatusComment {
+                id: comment.id,
+                job,
+                attempt: Attempt::first(),
+            }))
+    }
+
+    async fn earlier(
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        target: u64,
+        job: i64,
+        bot: &BotIdentity,
+    ) -> Result<Option<forgehand_forge::api::Comment>, ForgeError> {
+        let mark = marker(job);
+        Ok(api
+            .comments(repo, target)
+            .await?
+            .into_iter()
+            .find(|c| bot.is_me(&c.author.login) && c.body.contains(&mark)))
     }
 
     /// The checklist with the steps before `current` done.

@@ -67,6 +67,12 @@ impl JobContext {
 #[async_trait]
 pub trait JobHandler: Send + Sync + 'static {
     async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError>;
+
+    /// The job ended without its handler's last word: its worker died on
+    /// the last attempt and the queue dead-lettered it. The handler says
+    /// so where people look (the status comment). Called once, outside
+    /// any attempt; a failure is only logged.
+    async fn dead_lettered(&self, _job: &ClaimedJob, _error: &str) {}
 }
 
 /// The handler of `bot.dry_run` and of intake-only nodes: it records that

@@ -59,6 +59,7 @@ impl WorkerPool {
         if settings.workers > 0 {
             let reaper = Reaper {
                 store: store.clone(),
+                handler: handler.clone(),
                 every: settings.lease / 2,
                 stop: stop_claiming.clone(),
             };
@@ -109,6 +110,7 @@ fn hostname() -> String {
 
 struct Reaper {
     store: Arc<dyn Store>,
+    handler: Arc<dyn JobHandler>,
     every: Duration,
     stop: CancellationToken,
 }
@@ -117,11 +119,25 @@ impl Reaper {
     async fn run(self) {
         loop {
             match self.store.recover_expired_leases().await {
-                Ok(0) => {}
-                Ok(n) => warn!(
-                    recovered = n,
-                    "returned jobs with expired leases to the queue"
-                ),
+                Ok(recovered) => {
+                    if recovered.requeued > 0 {
+                        warn!(
+                            recovered = recovered.requeued,
+                            "returned jobs with expired leases to the queue"
+                        );
+                    }
+                    for job in recovered.dead {
+                        let error = format!(
+                            "the worker stopped heartbeating (crashed or hung) on the last attempt ({} of {})",
+                            job.attempt, job.max_attempts
+                        );
+                        error!(job_id = job.id, %error, "job dead-lettered after its lease ran out");
+                        // Its own task: a slow forge must not hold up the
+                        // recovery of other jobs.
+                        let handler = self.handler.clone();
+                        tokio::spawn(async move { handler.dead_lettered(&job, &error).await });
+                    }
+                }
                 Err(error) => error!(%error, "recovering expired leases failed"),
             }
             tokio::select! {

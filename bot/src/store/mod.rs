@@ -327,6 +327,16 @@ pub struct ClaimedJob {
     pub job: Job,
 }
 
+/// What [`Store::recover_expired_leases`] did.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// Jobs given back to the queue for another attempt.
+    pub requeued: u64,
+    /// Jobs whose lease ran out on their last attempt, now dead: as they
+    /// were claimed last (`attempt` is the one that was lost).
+    pub dead: Vec<ClaimedJob>,
+}
+
 /// How an attempt ended, as the queue decided.
 #[derive(Debug, Clone)]
 pub enum Finish {
@@ -438,8 +448,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Returns jobs whose lease expired (their worker died) to the queue,
     /// or to the dead letters when they have no attempt left. Returns how
-    /// many were recovered.
-    async fn recover_expired_leases(&self) -> StoreResult<u64>;
+    /// many went back, and the jobs dead-lettered (their handler never
+    /// had its last word: the queue gives it to them).
+    async fn recover_expired_leases(&self) -> StoreResult<Recovered>;
 
     /// `/forgehand stop` (job `by`): cancels the target's waiting work and
     /// asks its running job to stop with `reason`. Returns the ids of the

@@ -173,6 +173,8 @@ pub struct Scripted {
     pub ran: Mutex<Vec<(i64, u32)>>,
     pub running: AtomicU32,
     pub max_concurrent: AtomicU32,
+    /// The jobs the queue said were dead-lettered without a last word.
+    pub dead_lettered: Mutex<Vec<(i64, String)>>,
 }
 
 pub enum Step {
@@ -190,12 +192,20 @@ impl Scripted {
             ran: Mutex::new(Vec::new()),
             running: AtomicU32::new(0),
             max_concurrent: AtomicU32::new(0),
+            dead_lettered: Mutex::new(Vec::new()),
         })
     }
 }
 
 #[async_trait]
 impl JobHandler for Scripted {
+    async fn dead_lettered(&self, job: &ClaimedJob, error: &str) {
+        self.dead_lettered
+            .lock()
+            .unwrap()
+            .push((job.id, error.to_owned()));
+    }
+
     async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError> {
         self.ran.lock().unwrap().push((job.id, job.attempt));
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;

@@ -353,9 +353,19 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
-    async fn recover_expired_leases(&self) -> StoreResult<u64> {
+    async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
+        // Read under the same write lock as the update below: these are
+        // exactly the jobs it makes dead.
+        let dying: Vec<(i64, i64, i64, i64, String)> = sqlx::query_as(
+            "SELECT j.id, COALESCE((SELECT MAX(r.id) FROM job_runs r WHERE r.job = j.id), 0), \
+                 j.attempts, j.max_attempts, j.payload FROM jobs j \
+             WHERE j.state = 'running' AND j.lease_expires_at < ?1 AND j.attempts >= j.max_attempts",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await?;
         sqlx::query(
             "UPDATE job_runs SET finished_at = ?1, outcome = 'lost', \
                  error = 'lease expired: the worker stopped heartbeating (crashed or hung)' \
@@ -378,7 +388,22 @@ impl Store for SqliteStore {
         .await?
         .rows_affected();
         tx.commit().await?;
-        Ok(recovered)
+        let mut dead = Vec::with_capacity(dying.len());
+        for (id, run, attempts, max_attempts, payload) in dying {
+            let job = serde_json::from_str(&payload)
+                .map_err(|source| StoreError::CorruptJob { id, source })?;
+            dead.push(ClaimedJob {
+                id,
+                run,
+                attempt: attempts as u32,
+                max_attempts: max_attempts as u32,
+                job,
+            });
+        }
+        Ok(Recovered {
+            requeued: recovered - dead.len() as u64,
+            dead,
+        })
     }
 
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
