@@ -89,6 +89,10 @@ pub enum BodyError {
     Unreadable,
 }
 
+/// What a body with a declared length holds before its bytes arrive:
+/// most webhooks fit in it, and a caller who sends nothing holds no more.
+const FIRST_BUFFER: usize = 64 << 10;
+
 /// Whether the body is known, before a byte of it is read, to be longer
 /// than `limit` (its `Content-Length`).
 pub fn declared_too_large(body: &Body, limit: usize) -> bool {
@@ -110,10 +114,15 @@ pub async fn read(
     }
     let mut held = Held::none(budget);
     let mut bytes = Vec::new();
-    if hint.upper() == Some(hint.lower()) {
-        let declared = hint.lower() as usize;
-        held.grow_to(declared)?;
-        bytes.reserve_exact(declared);
+    // A declared length is only a promise: it is held as the bytes come
+    // (a caller without the secret could otherwise declare 64 MiB, send
+    // nothing, and hold the budget that signed deliveries need). It only
+    // keeps the buffer from growing past it.
+    let declared = (hint.upper() == Some(hint.lower())).then_some(hint.lower() as usize);
+    if let Some(declared) = declared {
+        let first = declared.min(FIRST_BUFFER);
+        held.grow_to(first)?;
+        bytes.reserve_exact(first);
         held.grow_to(bytes.capacity())?;
     }
     loop {
@@ -133,7 +142,10 @@ pub async fn read(
         if len > bytes.capacity() {
             // Grown as a Vec grows, but never past the limit; the budget
             // holds what is allocated, not only what is filled.
-            let target = (bytes.capacity() * 2).max(len).min(limit);
+            let target = (bytes.capacity() * 2)
+                .min(declared.unwrap_or(usize::MAX))
+                .max(len)
+                .min(limit);
             held.grow_to(target)?;
             bytes.reserve_exact(target - bytes.len());
             held.grow_to(bytes.capacity())?;
@@ -199,6 +211,63 @@ mod tests {
         assert!(declared_too_large(&body, 100));
         let read = read(body, 100, &budget, soon()).await;
         assert_eq!(read.err(), Some(BodyError::TooLarge));
+    }
+
+    /// A body that declares `len` bytes and sends none.
+    struct Promised(u64);
+
+    impl axum::body::HttpBody for Promised {
+        type Data = axum::body::Bytes;
+        type Error = std::io::Error;
+
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+            std::task::Poll::Pending
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            http_body::SizeHint::with_exact(self.0)
+        }
+    }
+
+    /// Red-team finding: eleven idle connections declaring 25 MiB, 25
+    /// MiB, 8 MiB, … held the whole 64 MiB budget and every signed
+    /// delivery got a 503. A declared length now holds only what comes.
+    #[tokio::test]
+    async fn a_declared_length_holds_only_what_arrives() {
+        let budget = BodyBudget::new(64 << 20);
+        let mut idle = Vec::new();
+        for declared in [25 << 20, 25 << 20, 8 << 20, 4 << 20, 2 << 20] {
+            let budget = budget.clone();
+            idle.push(tokio::spawn(async move {
+                read(Body::new(Promised(declared)), 32 << 20, &budget, soon()).await
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            budget.available() >= (64 << 20) - 5 * FIRST_BUFFER,
+            "{} bytes held by bodies that sent nothing",
+            (64 << 20) - budget.available()
+        );
+        // A real delivery still fits.
+        let body = read(Body::from(vec![b'x'; 1 << 20]), 32 << 20, &budget, soon()).await;
+        assert_eq!(body.unwrap().len(), 1 << 20);
+        for task in idle {
+            task.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_declared_body_that_comes_is_held_as_it_grows_and_not_past_its_length() {
+        let budget = BodyBudget::new(10 << 20);
+        let body = read(Body::from(vec![b'x'; 3 << 20]), 8 << 20, &budget, soon())
+            .await
+            .unwrap();
+        assert_eq!(body.len(), 3 << 20);
+        // Held: what was allocated for it, never more than its length.
+        assert_eq!(budget.available(), (10 << 20) - (3 << 20));
     }
 
     #[tokio::test]

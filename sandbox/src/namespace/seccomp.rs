@@ -4,7 +4,7 @@
 //! spirit of Docker's default profile, it refuses what reaches kernel
 //! state shared with the host: the keyring, BPF, performance counters,
 //! userfaultfd, modules and kexec, mounts, new namespaces, the clock,
-//! swap, reboot, file handles, io_uring, other roots, VM sockets (which leave the
+//! swap, reboot, file handles, io_uring, kernel AIO, other roots, VM sockets (which leave the
 //! network namespace for the hypervisor), and the setuid and setgid bits.
 //!
 //! It is a deny list with arguments checked where the call is fine
@@ -87,6 +87,11 @@ pub const DENIED: &[(&str, i64, &str)] = &[
     ("io_uring_enter", libc::SYS_io_uring_enter, "io_uring"),
     ("io_uring_register", libc::SYS_io_uring_register, "io_uring"),
     ("fanotify_init", libc::SYS_fanotify_init, "fanotify"),
+    (
+        "io_setup",
+        libc::SYS_io_setup,
+        "kernel AIO (one pool for the whole host, fs.aio-max-nr)",
+    ),
     #[cfg(target_arch = "x86_64")]
     ("iopl", libc::SYS_iopl, "I/O ports"),
     #[cfg(target_arch = "x86_64")]

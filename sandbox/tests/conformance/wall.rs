@@ -192,7 +192,7 @@ SYS = dict(keyctl=250, add_key=248, request_key=249, bpf=321, perf_event_open=29
            userfaultfd=323, unshare=272, mount=165, io_uring_setup=425,
            open_by_handle_at=304, kexec_load=246, init_module=175, setns=308,
            personality=135, clone=56, clone3=435, openat2=437, fsopen=430,
-           pivot_root=155, swapon=167, chroot=161, acct=163, socket=41)
+           pivot_root=155, swapon=167, chroot=161, acct=163, socket=41, io_setup=206)
 # Arguments the kernel would refuse (NULL pointers, bad descriptors), so that
 # even an allowed call changes nothing: EPERM or ENOSYS is the filter's answer.
 print("keyctl=" + call(SYS["keyctl"], 0, -3, 0))
@@ -206,6 +206,9 @@ print("mount=" + call(SYS["mount"], 0, 0, 0, 0, 0))
 print("fsopen=" + call(SYS["fsopen"], 0, 0))
 print("pivot_root=" + call(SYS["pivot_root"], 0, 0))
 print("io_uring_setup=" + call(SYS["io_uring_setup"], 1, 0))
+# A NULL context pointer: were it allowed, EFAULT, and no slot of the
+# host's AIO pool taken.
+print("io_setup=" + call(SYS["io_setup"], 1, 0))
 print("open_by_handle_at=" + call(SYS["open_by_handle_at"], -1, 0, 0))
 print("kexec_load=" + call(SYS["kexec_load"], 0, 0, 0, 0))
 print("init_module=" + call(SYS["init_module"], 0, 0, 0))
@@ -257,6 +260,7 @@ print("chmod_plain=" + ("ok" if os.chmod("/workspace/tool", 0o755) is None else 
         "fsopen",
         "pivot_root",
         "io_uring_setup",
+        "io_setup",
         "open_by_handle_at",
         "kexec_load",
         "init_module",
