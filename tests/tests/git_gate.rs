@@ -707,15 +707,21 @@ fn a_symlink_in_place_of_a_watched_directory_is_sensitive() {
 }
 
 #[test]
-fn a_cargo_manifest_is_sensitive_for_its_build_keys_only() {
+fn a_cargo_manifest_is_sensitive_for_its_build_and_dependency_keys_only() {
     run(Case {
-        script: "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\n\\n[dependencies]\\nserde = \"1\"\\n' > crates/x/Cargo.toml",
+        script: "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nversion = \"0.2.0\"\\n' > crates/x/Cargo.toml",
         policy: STRICT,
         findings: vec![],
         outcome: Outcome::Pushed,
     });
     both(sensitive(
         "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nbuild = \"gen.rs\"\\n' > crates/x/Cargo.toml",
+        "Sensitive crates/x/Cargo.toml",
+    ));
+    // Red-team finding: a new manifest naming a git crate as an ordinary
+    // dependency (its build script runs at build time) was not listed.
+    both(sensitive(
+        "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\n\\n[dependencies]\\nevil = { git = \"https://example.invalid/evil\" }\\n' > crates/x/Cargo.toml",
         "Sensitive crates/x/Cargo.toml",
     ));
 }

@@ -43,6 +43,9 @@ const fn row(
     }
 }
 
+/// A dependency runs code at build time too (its build script, its proc
+/// macros), so what the dependency tables hold is watched with the
+/// build keys: adding or changing a dependency needs a maintainer's yes.
 const CARGO_BUILD_KEYS: &[&str] = &[
     "package.build",
     "package.links",
@@ -52,17 +55,36 @@ const CARGO_BUILD_KEYS: &[&str] = &[
     "build_dependencies",
     "target.*.build-dependencies",
     "target.*.build_dependencies",
+    "dependencies",
+    "dev-dependencies",
+    "dev_dependencies",
+    "target.*.dependencies",
+    "target.*.dev-dependencies",
+    "target.*.dev_dependencies",
+    "workspace.dependencies",
     "patch",
     "replace",
 ];
 
 const PYPROJECT_BUILD_KEYS: &[&str] = &[
     "build-system",
+    "project.dependencies",
+    "project.optional-dependencies",
+    "dependency-groups",
     "tool.pytest",
     "tool.setuptools.cmdclass",
     "tool.hatch.build",
+    "tool.hatch.envs",
+    "tool.hatch.metadata",
     "tool.poetry.build",
+    "tool.poetry.dependencies",
+    "tool.poetry.group",
     "tool.tox",
+    "tool.nox",
+    "tool.poe",
+    "tool.pdm",
+    "tool.cibuildwheel",
+    "tool.uv",
 ];
 
 /// Run on pushes and pull requests, or by the forge, with the
@@ -268,7 +290,7 @@ pub static CATALOGUE: &[Rule] = &[
     Rule {
         pattern: "**/Cargo.toml",
         what: "Cargo manifests: their build keys",
-        why: "name a build script, proc macros, build dependencies, or replace where crates come from",
+        why: "name a build script, proc macros, dependencies (their build scripts and proc macros run too), or replace where crates come from",
         example: "crates/x/Cargo.toml",
         watch: Watch::Keys(CARGO_BUILD_KEYS),
     },
@@ -302,7 +324,7 @@ pub static CATALOGUE: &[Rule] = &[
     Rule {
         pattern: "**/pyproject.toml",
         what: "Python project files: their build and test keys",
-        why: "name the build backend, and options and plugins pytest and tox run",
+        why: "name the build backend, the dependencies (an sdist's build runs), options and plugins pytest and tox run, and task runners' tasks",
         example: "pyproject.toml",
         watch: Watch::Keys(PYPROJECT_BUILD_KEYS),
     },
@@ -340,6 +362,12 @@ pub static CATALOGUE: &[Rule] = &[
         "a build entry point: runs on every build",
         "tools/defs.bzl",
     ),
+    row(
+        "**/{.bazeliskrc,.bazelversion}",
+        "Bazelisk configuration",
+        "where the Bazel binary Bazelisk runs comes from, and which",
+        ".bazeliskrc",
+    ),
     row("**/{justfile,.justfile}", "just recipes", "what `just` runs", "justfile"),
     row("**/Taskfile{,.dist}.{yml,yaml}", "Task", "what `task` runs", "Taskfile.yml"),
     row(
@@ -347,6 +375,81 @@ pub static CATALOGUE: &[Rule] = &[
         "MSBuild directory files",
         "imported into every project under them",
         "Directory.Build.props",
+    ),
+    row(
+        "**/{mise.toml,.mise.toml,mise.local.toml,.mise.local.toml,.tool-versions}",
+        "mise and asdf",
+        "tasks, enter hooks, and the tools (and their versions) put on the path",
+        "mise.toml",
+    ),
+    row("**/{.mise,mise}/**", "mise task and configuration directories", "tasks mise runs", ".mise/tasks/test.sh"),
+    row(
+        "**/{flake.nix,shell.nix,default.nix,devenv.nix,devbox.json}",
+        "Nix and devbox environments",
+        "`shellHook` and build steps run on entering the environment or building",
+        "flake.nix",
+    ),
+    row(
+        "**/{go.mod,go.work}",
+        "Go modules and workspaces",
+        "`replace`, `require` and `toolchain` say what code and which compiler a build uses",
+        "go.mod",
+    ),
+    row(
+        "**/{requirements*.txt,constraints*.txt,Pipfile}",
+        "pip requirements and Pipfiles",
+        "what `pip install` fetches and builds (an sdist's setup runs)",
+        "requirements-dev.txt",
+    ),
+    row(
+        "**/{tasks.py,fabfile.py}",
+        "invoke and Fabric tasks",
+        "what `invoke` and `fab` run",
+        "tasks.py",
+    ),
+    row(
+        "**/{Vagrantfile,Procfile,.rspec,.rspec-local}",
+        "Vagrant, Procfile runners, RSpec options",
+        "Ruby code or commands run by `vagrant`, `foreman` and `rspec` (`--require`)",
+        "Vagrantfile",
+    ),
+    // Containers: CI builds and runs them.
+    row(
+        "**/{Dockerfile,Dockerfile.*,*.Dockerfile,Containerfile,Containerfile.*,Earthfile}",
+        "container build files",
+        "`RUN` lines run when CI builds the image",
+        "docker/Dockerfile",
+    ),
+    row(
+        "**/{docker-compose,compose}{,.*}.{yml,yaml}",
+        "Compose files",
+        "name the images, commands and mounts `docker compose` runs",
+        "docker-compose.yml",
+    ),
+    // JavaScript tools execute their configuration.
+    row(
+        "**/{gulpfile,Gruntfile}{,.*}.{js,cjs,mjs,ts,cts,mts,coffee}",
+        "gulp and Grunt",
+        "a build entry point: runs on every build",
+        "gulpfile.js",
+    ),
+    row(
+        "**/*.config.{js,cjs,mjs,ts,cts,mts}",
+        "JavaScript tools' configuration code (jest, vite, webpack, eslint, babel, …)",
+        "the tool imports and runs it on every test, build or lint",
+        "web/vite.config.ts",
+    ),
+    row(
+        "**/.*rc.{js,cjs,mjs,ts}",
+        "JavaScript tools' rc files (`.eslintrc.js`, `.babelrc.js`, `.mocharc.js`, …)",
+        "the tool imports and runs it",
+        ".eslintrc.cjs",
+    ),
+    row(
+        "**/{renovate.json,renovate.json5,.renovaterc,.renovaterc.json}",
+        "Renovate configuration",
+        "self-hosted Renovate runs its `postUpgradeTasks`",
+        ".github/renovate.json",
     ),
 ];
 

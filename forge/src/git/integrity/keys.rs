@@ -1,5 +1,6 @@
 //! The content-aware rows: of a TOML file, only some keys make a build run
-//! new code (a Cargo manifest's `package.build`, not its `[dependencies]`).
+//! new code (a Cargo manifest's `package.build` and dependency tables, not
+//! its `version` or `description`).
 //! What those keys hold is reduced to a digest; a file that does not parse
 //! has none, and counts as changed whenever its bytes change.
 

@@ -304,8 +304,58 @@ fn catalogue_paths_count_wherever_they_sit() {
     );
 }
 
+/// The second red team's list: files that builds, CI and developers'
+/// tools run, which had passed without a finding.
 #[test]
-fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
+fn the_build_and_ci_entry_points_the_red_team_found_are_sensitive() {
+    let repo = Repo::new();
+    let files = [
+        ("Dockerfile", "FROM alpine\nRUN id\n"),
+        ("docker-compose.yml", "services:\n  app:\n    command: id\n"),
+        ("Earthfile", "VERSION 0.8\nbuild:\n  RUN id\n"),
+        ("gulpfile.js", "require('child_process').execSync('id')\n"),
+        ("Gruntfile.js", "require('child_process').execSync('id')\n"),
+        ("jest.config.js", "module.exports = {}\n"),
+        ("vite.config.ts", "export default {}\n"),
+        ("eslint.config.js", "module.exports = []\n"),
+        ("tasks.py", "from invoke import task\n"),
+        ("Vagrantfile", "system('id')\n"),
+        ("flake.nix", "{ outputs = { self }: { }; }\n"),
+        ("shell.nix", "{ }: { }\n"),
+        ("mise.toml", "[tasks.test]\nrun = \"id\"\n"),
+        (".mise/tasks/test", "#!/bin/sh\nid\n"),
+        (".bazeliskrc", "BAZELISK_BASE_URL=https://example.invalid\n"),
+        (".bazelversion", "7.0.0\n"),
+        ("go.mod", "module example.com/x\n\ngo 1.22\n"),
+        (".rspec", "--require ./spec/x.rb\n"),
+        ("renovate.json", "{}\n"),
+        ("Procfile", "web: id\n"),
+        (
+            "crate/Cargo.toml",
+            "[package]\nname = \"c\"\n\n[dependencies]\nx = { git = \"https://example.invalid/x\" }\n",
+        ),
+        (
+            "pyproject.toml",
+            "[project]\nname = \"x\"\n\n[tool.hatch.envs.default.scripts]\ntest = \"id\"\n",
+        ),
+    ];
+    let found = repo.after(|r| {
+        for (path, text) in files {
+            r.write(path, text);
+        }
+    });
+    let mut expected: Vec<String> = files
+        .iter()
+        .map(|(path, _)| format!("Sensitive {path} Added"))
+        .collect();
+    expected.sort();
+    let mut found = found;
+    found.sort();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn a_cargo_manifest_counts_only_when_its_build_or_dependency_keys_change() {
     let repo = Repo::new();
     repo.write(
         "Cargo.toml",
@@ -315,12 +365,12 @@ fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
     let ordinary = repo.after(|r| {
         r.write(
             "Cargo.toml",
-            "[package]\nname = \"x\"\nversion = \"0.2.0\"\n\n[dependencies]\nserde = \"1\"\nrand = \"0.8\"\n",
+            "[package]\nname = \"x\"\nversion = \"0.2.0\"\ndescription = \"d\"\n\n[dependencies]\nserde = \"1\"\n",
         );
         r.write("crates/z/Cargo.toml", "[package]\nname = \"z\"\n");
         r.write(
             "py/pyproject.toml",
-            "[project]\nname = \"x\"\ndependencies = [\"requests\"]\n",
+            "[project]\nname = \"x\"\nversion = \"2\"\n",
         );
     });
     assert_eq!(ordinary, Vec::<String>::new());
@@ -344,7 +394,25 @@ fn a_cargo_manifest_counts_only_when_its_build_keys_change() {
             "Cargo.toml",
             "[replace]\n\"serde:1.0.0\" = { path = \"x\" }\n",
         ),
+        // A dependency's build script and proc macros run at build time.
+        (
+            "Cargo.toml",
+            "[dependencies]\nrand = { git = \"https://example.invalid/rand\" }\n",
+        ),
+        ("Cargo.toml", "[dev-dependencies]\nrand = \"0.8\"\n"),
         ("Cargo.toml", "[package\nname = "),
+        (
+            "py/pyproject.toml",
+            "[project]\nname = \"x\"\ndependencies = [\"requests\"]\n",
+        ),
+        (
+            "py/pyproject.toml",
+            "[tool.poe.tasks]\ntest = \"sh -c evil\"\n",
+        ),
+        (
+            "py/pyproject.toml",
+            "[tool.hatch.envs.default.scripts]\ntest = \"evil\"\n",
+        ),
         (
             "py/pyproject.toml",
             "[build-system]\nbuild-backend = \"evil\"\n",
