@@ -265,6 +265,7 @@ fn listed(report: &GateReport) -> Vec<String> {
         Oversize::Entries { limit } => format!("TooLarge {limit} entries"),
         Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
         Oversize::Total { bytes, .. } => format!("TooLarge total {bytes}"),
+        Oversize::Added { bytes, .. } => format!("TooLarge added {bytes}"),
     }));
     found.extend(report.secrets.iter().map(|s| format!("Secret {}", s.place)));
     found.extend(
@@ -873,6 +874,30 @@ for i in 1 2 3 4 5; do truncate -s 1000 data/f$i; done",
             limits: TreeLimits {
                 max_file_bytes: 2048,
                 max_total_bytes: 4096,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+}
+
+/// Red-team round 2: a hundred hard links to one 99 MiB sparse file
+/// stayed under the tree's total (the disk's size) and cost the host
+/// minutes of reading; what the agent adds is bounded on its own.
+#[test]
+fn hard_links_to_a_sparse_file_past_what_may_be_added_are_refused_unread() {
+    run_with(
+        Case {
+            script: "truncate -s 1000 big
+for i in 1 2 3 4 5; do ln big link$i; done",
+            policy: ALLOW,
+            findings: vec!["TooLarge added 6000"],
+            outcome: Outcome::Refused(RefusalReason::TooLarge),
+        },
+        Extra {
+            limits: TreeLimits {
+                max_file_bytes: 2048,
+                max_added_bytes: 4096,
                 ..TreeLimits::default()
             },
             ..Extra::default()

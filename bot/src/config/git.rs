@@ -34,6 +34,10 @@ pub struct GitConfig {
     /// A file the agent leaves larger than this refuses the push
     /// (`too_large`) and is never read; GitHub refuses files over 100 MiB.
     pub max_file_mib: u64,
+    /// What the agent may add to the working tree's files, by length
+    /// (sparse holes and each hard link count: the host's diff reads
+    /// them), before the push is refused (`too_large`).
+    pub max_added_mib: u64,
 }
 
 impl Default for GitConfig {
@@ -48,6 +52,7 @@ impl Default for GitConfig {
             commit_name: "forgehand[bot]".into(),
             commit_email: "forgehand@users.noreply.localhost".into(),
             max_file_mib: 100,
+            max_added_mib: 1024,
         }
     }
 }
@@ -60,6 +65,7 @@ impl GitConfig {
         let defaults = forgehand_forge::git::TreeLimits::default();
         forgehand_forge::git::TreeLimits {
             max_file_bytes: self.max_file_mib.saturating_mul(1 << 20),
+            max_added_bytes: self.max_added_mib.saturating_mul(1 << 20),
             max_total_bytes: match disk_mib {
                 0 => defaults.max_total_bytes,
                 mib => mib.saturating_mul(1 << 20),

@@ -67,6 +67,11 @@ pub enum Oversize {
         bytes: u64,
         limit: u64,
     },
+    /// What the agent added to the files' total since the snapshot.
+    Added {
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl fmt::Display for Oversize {
@@ -82,6 +87,10 @@ impl fmt::Display for Oversize {
             Oversize::Recorded { limit } => write!(
                 f,
                 "the working tree holds more than {limit} watched files and symlinks"
+            ),
+            Oversize::Added { bytes, limit } => write!(
+                f,
+                "the agent added {bytes} bytes to the working tree's files as the host reads them (holes in sparse files and each hard link included), above the limit of {limit} bytes"
             ),
             Oversize::Total { bytes, limit } => write!(
                 f,
@@ -278,13 +287,6 @@ fn decide(
         report.too_large.push(Oversize::Entries { limit });
         return Ok(Some(RefusalReason::TooLarge));
     }
-    if audit.total_bytes > limits.max_total_bytes {
-        report.too_large.push(Oversize::Total {
-            bytes: audit.total_bytes,
-            limit: limits.max_total_bytes,
-        });
-        return Ok(Some(RefusalReason::TooLarge));
-    }
     let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {
         Ok(after) => after,
         Err(SnapshotError::TooManyEntries { limit }) => {
@@ -304,6 +306,23 @@ fn decide(
     }
     report.too_large = large_files(&ignores, &audit, limits);
     if !report.too_large.is_empty() {
+        return Ok(Some(RefusalReason::TooLarge));
+    }
+    // Before libgit2 reads the files: what they add up to, as it would
+    // read them.
+    if audit.total_bytes > limits.max_total_bytes {
+        report.too_large.push(Oversize::Total {
+            bytes: audit.total_bytes,
+            limit: limits.max_total_bytes,
+        });
+        return Ok(Some(RefusalReason::TooLarge));
+    }
+    let added = audit.total_bytes.saturating_sub(checks.before.tree_bytes());
+    if added > limits.max_added_bytes {
+        report.too_large.push(Oversize::Added {
+            bytes: added,
+            limit: limits.max_added_bytes,
+        });
         return Ok(Some(RefusalReason::TooLarge));
     }
     report.secrets = checks.scanner.scan_diff(&working_diff(repo, limits)?)?;

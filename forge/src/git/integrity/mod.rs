@@ -60,11 +60,18 @@ pub struct TreeLimits {
     /// (their length, holes included): sparse files cost the sandbox's
     /// disk nothing, but the host's diff and commit read every byte.
     pub max_total_bytes: u64,
+    /// How much the agent may add to that total (new files, longer ones,
+    /// hard links: each counts): what the host reads beyond the checkout.
+    pub max_added_bytes: u64,
 }
 
 /// 10 GiB: what a job's working copy may hold by default
 /// (`sandbox.disk_mib`).
 pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 10 << 30;
+
+/// 1 GiB: what the agent may add to the tree by default
+/// (`git.max_added_mib`).
+pub const DEFAULT_MAX_ADDED_BYTES: u64 = 1 << 30;
 
 impl Default for TreeLimits {
     fn default() -> Self {
@@ -73,6 +80,7 @@ impl Default for TreeLimits {
             max_entries: 500_000,
             max_recorded: 50_000,
             max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
+            max_added_bytes: DEFAULT_MAX_ADDED_BYTES,
         }
     }
 }
@@ -128,11 +136,19 @@ pub struct Snapshot {
     /// `worktree/<path>` or `git/<path>`, paths as [`shown`] writes them.
     entries: BTreeMap<String, Entry>,
     limits: TreeLimits,
+    /// The working tree's regular files' lengths added up, when taken.
+    tree_bytes: u64,
 }
 
 impl Snapshot {
     pub fn limits(&self) -> TreeLimits {
         self.limits
+    }
+
+    /// What the working tree's regular files added up to (their length,
+    /// holes included) when the snapshot was taken.
+    pub fn tree_bytes(&self) -> u64 {
+        self.tree_bytes
     }
 
     /// Only what was recorded of the git directory.
@@ -145,6 +161,7 @@ impl Snapshot {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             limits: self.limits,
+            tree_bytes: 0,
         }
     }
 }
@@ -336,6 +353,7 @@ pub fn snapshot_with(
     let mut lookups = Budget::new(limits.max_entries);
     let mut aliases = Vec::new();
     let git_in_tree = git_dir.strip_prefix(worktree).ok().map(Path::to_owned);
+    let mut tree_bytes = 0u64;
     walk::walk(
         worktree,
         Path::new(""),
@@ -362,6 +380,9 @@ pub fn snapshot_with(
                 Kind::Dir if planted_git(&rel) => Entry::Dir,
                 Kind::Dir => return Ok(()),
                 _ => {
+                    if item.kind == Kind::File {
+                        tree_bytes = tree_bytes.saturating_add(item.meta.len());
+                    }
                     let rule = rule_for(&rel);
                     if rule.is_none() && !is_control(&rel) && !planted_git(&rel) {
                         return Ok(());
@@ -384,6 +405,7 @@ pub fn snapshot_with(
     Ok(Snapshot {
         entries: recorder.entries,
         limits,
+        tree_bytes,
     })
 }
 
@@ -397,6 +419,7 @@ pub fn snapshot_git(git_dir: &Path, limits: TreeLimits) -> Result<Snapshot, Snap
     Ok(Snapshot {
         entries: recorder.entries,
         limits,
+        tree_bytes: 0,
     })
 }
 
