@@ -9,6 +9,7 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 base_packages
 sandbox_packages
 sandbox_user
+host_file_table
 ensure_rust
 
 cd "$repo"

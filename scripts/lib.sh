@@ -52,6 +52,23 @@ sandbox_user() {
   fi
 }
 
+# host_file_table: raises fs.file-max to its maximum, as systemd does at
+# boot, where it is lower: files a sandbox maps and closes stay open
+# without a descriptor, bounded only by its memory, and past the table's
+# size no unprivileged process on the host can open a file. Kept in
+# /etc/sysctl.d/60-forgehand.conf.
+host_file_table() {
+  local max=9223372036854775807 now
+  now="$(cat /proc/sys/fs/file-max)"
+  if [ "${#now}" -lt "${#max}" ]; then
+    echo "==> raising fs.file-max from $now to $max (as systemd does; see docs/security.md)"
+    if ! { echo "fs.file-max = $max" | as_root tee /etc/sysctl.d/60-forgehand.conf >/dev/null &&
+      as_root sysctl -q -w "fs.file-max=$max"; }; then
+      echo "    could not (a container's /proc/sys is read-only): set it on the host; forgehand doctor warns until then" >&2
+    fi
+  fi
+}
+
 # git_server_packages: the real git servers the tests start on 127.0.0.1
 # (git http-backend comes with git; sshd with openssh-server).
 git_server_packages() {

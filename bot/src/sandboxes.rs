@@ -186,6 +186,11 @@ pub async fn prepare(config: &SandboxConfig) -> Result<SandboxStatus, SandboxErr
     if let Some(warning) = &chosen.warning {
         tracing::warn!("{warning}");
     }
+    if chosen.backend.name() == "namespace" {
+        for warning in forgehand_sandbox::namespace::host_warnings(config.memory_mib) {
+            tracing::warn!("{warning}");
+        }
+    }
     if let Readiness::Unusable(problem) = &rootfs {
         tracing::error!("jobs will fail until this is fixed: {problem}");
     }

@@ -35,6 +35,13 @@ pub async fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<i3
             if let Some(warning) = chosen.warning {
                 writeln!(out, "WARNING: {warning}")?;
             }
+            if chosen.backend.name() == "namespace" {
+                for warning in
+                    forgehand_sandbox::namespace::host_warnings(config.sandbox.memory_mib)
+                {
+                    writeln!(out, "WARNING: {warning}")?;
+                }
+            }
         }
         Err(error) => {
             healthy = false;

@@ -10,12 +10,14 @@
 mod cgroup;
 mod enter;
 mod holder;
+mod host_tables;
 pub mod identity;
 mod landlock;
 pub(crate) mod open_files;
 pub mod seccomp;
 
 pub use holder::{MASKED_DIRS, MASKED_FILES, READ_ONLY};
+pub use host_tables::host_warnings;
 pub use identity::{HostIdentity, DEFAULT_HOST_USER};
 
 use std::os::fd::{AsRawFd, OwnedFd};
