@@ -247,6 +247,13 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
         .map(|pid| pid as i32);
     match inner_pid {
         Some(inner_pid) if wait_until_set_up(inner_pid, &start.spec.rootfs) => {
+            if let Err(problem) = limit_ptys(inner_pid) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SandboxError::Start(format!(
+                    "limiting the sandbox's terminals: {problem}"
+                )));
+            }
             Ok(Holder { child, inner_pid })
         }
         _ => {
@@ -432,6 +439,68 @@ fn wait_until_set_up(pid: i32, rootfs: &Path) -> bool {
         }
     }
     false
+}
+
+/// Pseudo-terminals one sandbox may hold. Its `/dev/pts` is an instance
+/// of its own, but every instance draws on the host's `kernel.pty.max`
+/// beyond the host's reserve: without a maximum of its own one sandbox
+/// could take the terminals that other sandboxes and containers share.
+pub const MAX_PTYS: u32 = 64;
+
+/// Gives the sandbox's devpts instance (bubblewrap's `--dev`, mounted
+/// `ptmxmode=0666,mode=620`) a maximum of [`MAX_PTYS`]: remounted from a
+/// child that joins the sandbox's mount namespace (root on the host may
+/// change mounts of a namespace it owns). Before the sandbox is handed
+/// out, so no command of the agent's runs without it.
+pub(crate) fn limit_ptys(pid: i32) -> std::io::Result<()> {
+    let ns = File::open(format!("/proc/{pid}/ns/mnt"))?;
+    let data = CString::new(format!("ptmxmode=0666,mode=620,max={MAX_PTYS}"))
+        .expect("no NUL in the options");
+    // SAFETY: the child makes only async-signal-safe system calls
+    // (setns, mount, _exit) on memory prepared before the fork.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if child == 0 {
+        unsafe {
+            let code = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                1
+            } else if libc::mount(
+                c"devpts".as_ptr(),
+                c"/dev/pts".as_ptr(),
+                c"devpts".as_ptr(),
+                libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NOEXEC,
+                data.as_ptr().cast(),
+            ) != 0
+            {
+                2
+            } else {
+                0
+            };
+            libc::_exit(code);
+        }
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    while unsafe { libc::waitpid(child, &mut status, 0) } < 0 {
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(1) => Err(std::io::Error::other(
+            "joining the sandbox's mount namespace failed",
+        )),
+        Some(_) => Err(std::io::Error::other(
+            "remounting the sandbox's /dev/pts with a maximum failed",
+        )),
+        None => Err(std::io::Error::other(
+            "the child remounting /dev/pts was killed",
+        )),
+    }
 }
 
 /// Writes "0" (this process) into each `cgroup.procs`. Async-signal-safe.

@@ -46,6 +46,7 @@ macro_rules! suite {
             sized writes_stop_at_the_size_limits,
             new socket_buffers_count_against_the_memory_limit,
             new open_files_stop_at_a_share_of_the_hosts_file_table,
+            new terminals_stop_at_the_sandboxs_own_maximum,
         );
     };
     // `new`: runs beside the others; `alone`: while no other probe runs

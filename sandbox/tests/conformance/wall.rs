@@ -503,3 +503,23 @@ except OSError as e:
         .unwrap_or_else(|_| panic!("opened past the limit: {report}"));
     assert!(opened < hard, "{report}");
 }
+
+pub async fn terminals_stop_at_the_sandboxs_own_maximum(ctx: &Ctx) {
+    // Each pseudo-terminal opened is the sandbox's own devpts instance's;
+    // past its maximum, ENOSPC, while the host's count never moves by
+    // more than that.
+    let script = r#"
+import os, errno
+fds = []
+try:
+    while len(fds) < 1000:
+        fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+    print("opened=1000")
+except OSError as e:
+    print(f"opened={len(fds)}"); print("error=" + errno.errorcode[e.errno])
+"#;
+    let report = python(ctx, script).await;
+    let opened: u32 = value(&report, "opened").parse().unwrap();
+    assert_eq!(opened, forgehand_sandbox::namespace::MAX_PTYS, "{report}");
+    assert_eq!(value(&report, "error"), "ENOSPC", "{report}");
+}
