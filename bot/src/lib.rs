@@ -13,6 +13,7 @@ pub mod model;
 pub mod pipeline;
 pub mod private;
 pub mod queue;
+pub mod reason;
 pub mod sandboxes;
 pub mod server;
 pub mod service;

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::AgentConfig;
 use crate::model::Usage;
+use crate::reason::Budget;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budgets {
@@ -49,20 +50,20 @@ impl Spent {
         }
     }
 
-    /// The first budget used up, as its reason code.
-    pub fn exhausted(&self, budgets: &Budgets) -> Option<&'static str> {
+    /// The first budget used up.
+    pub fn exhausted(&self, budgets: &Budgets) -> Option<Budget> {
         if self.turns >= budgets.max_turns {
-            Some("budget:turns")
+            Some(Budget::Turns)
         } else if self.tool_calls >= budgets.max_tool_calls {
-            Some("budget:tool_calls")
+            Some(Budget::ToolCalls)
         } else if self.started.elapsed() >= budgets.max_time {
-            Some("budget:time")
+            Some(Budget::Time)
         } else if self.usage.input_tokens >= budgets.max_input_tokens {
-            Some("budget:input_tokens")
+            Some(Budget::InputTokens)
         } else if self.usage.output_tokens >= budgets.max_output_tokens {
-            Some("budget:output_tokens")
+            Some(Budget::OutputTokens)
         } else if self.dollars >= budgets.max_dollars {
-            Some("budget:dollars")
+            Some(Budget::Dollars)
         } else {
             None
         }
@@ -76,22 +77,5 @@ impl Spent {
 impl Default for Spent {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// What a budget means, for the person reading the status.
-pub fn explain(code: &str) -> &'static str {
-    match code {
-        "budget:turns" => "the agent used all its turns (agent.max_turns)",
-        "budget:tool_calls" => "the agent used all its tool calls (agent.max_tool_calls)",
-        "budget:time" => "the agent ran out of time (agent.max_seconds)",
-        "budget:input_tokens" => {
-            "the agent read as many tokens as allowed (agent.max_input_tokens)"
-        }
-        "budget:output_tokens" => {
-            "the agent wrote as many tokens as allowed (agent.max_output_tokens)"
-        }
-        "budget:dollars" => "the agent spent its budget (agent.max_dollars)",
-        _ => "a budget ran out",
     }
 }

@@ -3,10 +3,11 @@
 
 use serde_json::json;
 
-use super::budget::{self, Budgets, Spent};
+use super::budget::{Budgets, Spent};
 use super::tools::{self, ThreadReply, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
 use crate::model::{Message, ModelClient, Usage};
+use crate::reason::{Budget, Reason};
 
 /// Longest tool result put into the conversation; the sandbox already
 /// caps each stream, this caps what the model must read.
@@ -21,7 +22,7 @@ pub enum Outcome {
         replies: Vec<ThreadReply>,
     },
     Stopped {
-        reason: String,
+        reason: Reason,
         message: String,
     },
 }
@@ -56,15 +57,15 @@ pub async fn run_agent(
     let mut shortened = 0;
     let outcome = loop {
         if let Some(code) = spent.exhausted(&settings.budgets) {
-            break stop(code, budget::explain(code));
+            break stop(Reason::Budget(code), code.explain());
         }
         shortened += compact(&mut messages, settings.context_tokens, transcript);
         let call = model.complete(&messages, tools::specs());
         let reply = match tokio::time::timeout(spent.time_left(&settings.budgets), call).await {
-            Err(_) => break stop("budget:time", budget::explain("budget:time")),
+            Err(_) => break stop(Reason::Budget(Budget::Time), Budget::Time.explain()),
             Ok(Err(error)) => {
                 transcript.record("model_error", json!({ "message": error.to_string() }));
-                break stop("model_error", &error.to_string());
+                break stop(Reason::ModelError, &error.to_string());
             }
             Ok(Ok(reply)) => reply,
         };
@@ -140,7 +141,10 @@ pub async fn run_agent(
             };
         }
         if out_of_calls {
-            break stop("budget:tool_calls", budget::explain("budget:tool_calls"));
+            break stop(
+                Reason::Budget(Budget::ToolCalls),
+                Budget::ToolCalls.explain(),
+            );
         }
     };
     transcript.record("stop", json!({ "outcome": format!("{outcome:?}") }));
@@ -154,9 +158,9 @@ pub async fn run_agent(
     }
 }
 
-fn stop(reason: &str, message: &str) -> Outcome {
+fn stop(reason: Reason, message: &str) -> Outcome {
     Outcome::Stopped {
-        reason: reason.into(),
+        reason,
         message: message.into(),
     }
 }

@@ -19,6 +19,7 @@ use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
 use crate::config::Config;
 use crate::jobdir::JobDir;
 use crate::model::{Message, ModelClient, Provider};
+use crate::reason::Reason;
 use crate::sandboxes;
 use forgehand_sandbox::BackendChoice;
 
@@ -39,7 +40,7 @@ pub struct RunArgs {
 pub struct RunReport {
     /// `succeeded` or `failed`.
     pub status: &'static str,
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     pub message: Option<String>,
     pub branch: Option<String>,
     pub commit: Option<String>,
@@ -62,14 +63,14 @@ pub struct RunReport {
 impl RunReport {
     /// A run that could not start or finish for reasons outside the agent.
     pub fn infra(message: String) -> Self {
-        Self::failed("infra", message)
+        Self::failed(Some(Reason::Infra), Some(message))
     }
 
-    fn failed(reason: &str, message: String) -> Self {
+    fn failed(reason: Option<Reason>, message: Option<String>) -> Self {
         RunReport {
             status: "failed",
-            reason: Some(reason.into()),
-            message: Some(message),
+            reason,
+            message,
             branch: None,
             commit: None,
             diff_stat: None,
@@ -245,7 +246,7 @@ async fn agent_and_deliver(
     let agent = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
     sandbox.destroy().await.context("destroying the sandbox")?;
 
-    let mut report = RunReport::failed("", String::new());
+    let mut report = RunReport::failed(None, None);
     report.turns = agent.turns;
     report.tool_calls = agent.tool_calls;
     report.cost_usd = agent.cost_usd;
@@ -257,7 +258,7 @@ async fn agent_and_deliver(
             (title.clone(), summary.clone())
         }
         Outcome::Stopped { reason, message } => {
-            report.reason = Some(reason.clone());
+            report.reason = Some(*reason);
             report.message = Some(message.clone());
             (
                 format!("Unfinished: {}", first_line(&args.task)),
@@ -309,13 +310,13 @@ async fn agent_and_deliver(
                     report.reason = None;
                     report.message = None;
                 } else {
-                    report.reason = Some("no_changes".into());
+                    report.reason = Some(Reason::NoChanges);
                     report.message = Some("the agent finished without changing anything".into());
                 }
             }
         }
         Err(DeliverError::Refused(refusal)) => {
-            report.reason = Some(refusal.reason.code().into());
+            report.reason = Some(Reason::Gate(refusal.reason));
             report.message = Some(refusal.to_string());
         }
         Err(other) => return Err(other.into()),
@@ -349,7 +350,7 @@ pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io:
         _ => writeln!(
             out,
             "failed ({}): {}",
-            report.reason.as_deref().unwrap_or("unknown"),
+            report.reason.map_or("unknown", Reason::code),
             report.message.as_deref().unwrap_or("")
         )?,
     }

@@ -26,6 +26,7 @@ use tracing::info;
 use crate::config::Config;
 use crate::job::{Job, JobCommand, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
+use crate::reason::Reason;
 use crate::store::ClaimedJob;
 use orders::{Order, Resolved};
 use status::StatusComment;
@@ -47,15 +48,15 @@ pub struct Pipeline {
 /// Why a job stopped, as its reason code and one line for people.
 #[derive(Debug)]
 struct Failure {
-    reason: String,
+    reason: Reason,
     message: String,
     retryable: bool,
 }
 
 impl Failure {
-    fn new(reason: &str, message: impl Into<String>) -> Self {
+    fn new(reason: Reason, message: impl Into<String>) -> Self {
         Failure {
-            reason: reason.into(),
+            reason,
             message: message.into(),
             retryable: false,
         }
@@ -64,19 +65,19 @@ impl Failure {
     fn forge(error: ForgeError) -> Self {
         let retryable = error.is_transient();
         Failure {
-            reason: "forge_error".into(),
+            reason: Reason::ForgeError,
             message: error.to_string(),
             retryable,
         }
     }
 
     fn stopped(reason: &str) -> Self {
-        Failure::new("stopped", reason)
+        Failure::new(Reason::Stopped, reason)
     }
 
     fn infra(message: impl std::fmt::Display) -> Self {
         Failure {
-            reason: "infra".into(),
+            reason: Reason::Infra,
             message: message.to_string(),
             retryable: true,
         }
@@ -150,7 +151,7 @@ impl JobHandler for Pipeline {
         let result = match found {
             Ok(Some(status)) => {
                 status
-                    .set(&*api, &repo, &status::failed("infra", error))
+                    .set(&*api, &repo, &status::failed(Reason::Infra, error))
                     .await
             }
             Ok(None) => Ok(()),
@@ -301,12 +302,12 @@ impl JobHandler for Pipeline {
                 )
             }
             Err(failure) => {
-                let text = if failure.reason == "stopped" {
+                let text = if failure.reason == Reason::Stopped {
                     status::stopped(&failure.message)
                 } else if failure.retryable && status.attempt().has_next() {
-                    status::retrying(status.attempt(), &failure.reason, &failure.message)
+                    status::retrying(status.attempt(), failure.reason, &failure.message)
                 } else {
-                    status::failed(&failure.reason, &failure.message)
+                    status::failed(failure.reason, &failure.message)
                 };
                 // Whatever else failed, the status comment must not say "working".
                 let _ = status.set(&*api, &repo, &text).await;
@@ -320,7 +321,7 @@ impl JobHandler for Pipeline {
                 if let Some(path) = &steps.transcript {
                     text.push_str(&format!(" (transcript: {path})"));
                 }
-                Err(if failure.reason == "stopped" {
+                Err(if failure.reason == Reason::Stopped {
                     JobError::Cancelled(failure.message)
                 } else if failure.retryable {
                     JobError::retryable(text)

@@ -11,6 +11,7 @@ use super::work::Work;
 use super::{Failure, Pipeline};
 use crate::agent::prompts::{ForgeText, Prompts};
 use crate::job::Job;
+use crate::reason::Reason;
 
 /// Who may write to the repository, as the forge answers for each author
 /// (asked once per author and job): the model is told each text's
@@ -297,7 +298,7 @@ impl Pipeline {
             .map_err(Failure::forge)?;
         if !pr.head_ref.starts_with(self.config.git.branch_prefix()) {
             return Err(Failure::new(
-                "denied",
+                Reason::Denied,
                 format!(
                     "{} is not a branch Forgehand owns; I only push to my own pull requests",
                     pr.head_ref

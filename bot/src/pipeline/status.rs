@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
+use crate::reason::Reason;
 use crate::trigger::BotIdentity;
 
 /// The checklist's steps, in order.
@@ -72,7 +73,7 @@ pub fn working_on(current: usize, attempt: &Attempt) -> String {
 
 /// An attempt failed and another follows: not a final form, so it says
 /// so instead of "Stopped".
-pub fn retrying(attempt: &Attempt, reason: &str, explanation: &str) -> String {
+pub fn retrying(attempt: &Attempt, reason: Reason, explanation: &str) -> String {
     format!(
         "🔁 **Attempt {} of {} failed**: `{reason}`. {}\n\nI will try again shortly (attempt {} of {}).\n",
         attempt.number,
@@ -99,13 +100,13 @@ pub fn done(pr_url: &str, pr_number: u64, updated: bool) -> String {
 }
 
 /// The final form of a failed job: its reason code and one line.
-pub fn failed(reason: &str, explanation: &str) -> String {
+pub fn failed(reason: Reason, explanation: &str) -> String {
     let mut lines = explanation.lines();
     let first = lines.next().unwrap_or_default();
     let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
     // The gate's findings say what to look at (file and line, never a
     // secret's value); other reasons' details stay in the job's record.
-    if matches!(reason, "tamper" | "too_large" | "secret" | "sensitive") {
+    if reason.shows_findings() {
         let findings: Vec<&str> = lines.filter(|l| !l.trim().is_empty()).take(20).collect();
         if !findings.is_empty() {
             out.push('\n');
@@ -299,12 +300,15 @@ mod tests {
             "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy ready\n- [ ] agent at work ← now\n- [ ] integrity and secret checks\n- [ ] pushed\n- [ ] pull request\n"
         );
         assert_eq!(
-            failed("budget:turns", "the agent used all its turns\nmore"),
+            failed(
+                Reason::Budget(crate::reason::Budget::Turns),
+                "the agent used all its turns\nmore"
+            ),
             "❌ Stopped: `budget:turns`. the agent used all its turns\n"
         );
         assert_eq!(
             failed(
-                "tamper",
+                Reason::Gate(forgehand_forge::git::RefusalReason::Tamper),
                 "not pushed: git's own files\n- `.git/hooks/x`: a hook\n"
             ),
             "❌ Stopped: `tamper`. not pushed: git's own files\n\n- `.git/hooks/x`: a hook\n"
@@ -321,7 +325,7 @@ mod tests {
         );
         assert_eq!(working_on(1, &Attempt::first()), working(1));
         assert_eq!(
-            retrying(&second, "infra", "the sandbox did not start\ndetail"),
+            retrying(&second, Reason::Infra, "the sandbox did not start\ndetail"),
             "🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start\n\nI will try again shortly (attempt 3 of 5).\n"
         );
         assert_eq!(

@@ -21,6 +21,7 @@ use crate::agent::tools::{Files, ThreadReply, Toolbox};
 use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
 use crate::jobdir::JobDir;
 use crate::model::{Message, ModelClient};
+use crate::reason::Reason;
 use crate::store::ClaimedJob;
 
 impl Pipeline {
@@ -46,7 +47,7 @@ impl Pipeline {
         } = work;
         let url = job.repo.clone_url.clone().ok_or_else(|| {
             Failure::new(
-                "forge_error",
+                Reason::ForgeError,
                 "the webhook named no clone URL for the repository",
             )
         })?;
@@ -113,7 +114,7 @@ impl Pipeline {
             .map_err(Failure::infra)?
         };
         let (expected, before) = prepared.map_err(|e| Failure {
-            reason: "forge_error".into(),
+            reason: Reason::ForgeError,
             message: e,
             retryable: true,
         })?;
@@ -167,7 +168,7 @@ impl Pipeline {
                 replies,
             } => (title, summary, replies),
             Outcome::Stopped { reason, message } => {
-                return Err(Failure::new(&reason, message));
+                return Err(Failure::new(reason, message));
             }
         };
         if plan_only {
@@ -229,10 +230,10 @@ impl Pipeline {
                     )
                     .map_err(|e| match e {
                         DeliverError::Refused(refusal) => {
-                            Failure::new(refusal.reason.code(), refusal.to_string())
+                            Failure::new(Reason::Gate(refusal.reason), refusal.to_string())
                         }
                         DeliverError::Push(push) => Failure {
-                            reason: "forge_error".into(),
+                            reason: Reason::ForgeError,
                             message: push.to_string(),
                             retryable: true,
                         },
@@ -256,7 +257,7 @@ impl Pipeline {
         let (commit, files, findings, left_out) = delivered;
         if commit.is_none() {
             return Err(Failure::new(
-                "no_changes",
+                Reason::NoChanges,
                 "the agent finished without changing anything",
             ));
         }

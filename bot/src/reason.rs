@@ -1,0 +1,159 @@
+//! Why a job or a `forgehand run` stopped short: one type from the agent
+//! and the gate to the status comment, the job's record and the API, and
+//! the only place its codes are spelled (`docs/configuration.md` lists
+//! them; a test keeps the two equal).
+
+use forgehand_forge::git::RefusalReason;
+use serde::{Serialize, Serializer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// A budget the host enforces ran out.
+    Budget(Budget),
+    /// The model's API failed, or answered what cannot be used.
+    ModelError,
+    /// The gate refused the agent's changes.
+    Gate(RefusalReason),
+    /// The agent finished without changing anything.
+    NoChanges,
+    /// The request may not be carried out (a branch not the bot's).
+    Denied,
+    /// The forge's API or git transport failed.
+    ForgeError,
+    /// Forgehand's own machinery (the sandbox, the disk, a task).
+    Infra,
+    /// Stopped on request (`/forgehand stop`, a newer request, shutdown).
+    Stopped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Budget {
+    Turns,
+    ToolCalls,
+    Time,
+    InputTokens,
+    OutputTokens,
+    Dollars,
+}
+
+impl Budget {
+    pub const ALL: [Budget; 6] = [
+        Budget::Turns,
+        Budget::ToolCalls,
+        Budget::Time,
+        Budget::InputTokens,
+        Budget::OutputTokens,
+        Budget::Dollars,
+    ];
+
+    /// What running out of it means, for the person reading the status.
+    pub fn explain(self) -> &'static str {
+        match self {
+            Budget::Turns => "the agent used all its turns (agent.max_turns)",
+            Budget::ToolCalls => "the agent used all its tool calls (agent.max_tool_calls)",
+            Budget::Time => "the agent ran out of time (agent.max_seconds)",
+            Budget::InputTokens => {
+                "the agent read as many tokens as allowed (agent.max_input_tokens)"
+            }
+            Budget::OutputTokens => {
+                "the agent wrote as many tokens as allowed (agent.max_output_tokens)"
+            }
+            Budget::Dollars => "the agent spent its budget (agent.max_dollars)",
+        }
+    }
+}
+
+impl Reason {
+    /// Every reason, in the order the docs list them.
+    pub fn all() -> Vec<Reason> {
+        let mut all: Vec<Reason> = Budget::ALL.into_iter().map(Reason::Budget).collect();
+        all.push(Reason::ModelError);
+        all.extend(
+            [
+                RefusalReason::Tamper,
+                RefusalReason::TooLarge,
+                RefusalReason::Secret,
+                RefusalReason::Sensitive,
+            ]
+            .map(Reason::Gate),
+        );
+        all.extend([
+            Reason::NoChanges,
+            Reason::Denied,
+            Reason::ForgeError,
+            Reason::Infra,
+            Reason::Stopped,
+        ]);
+        all
+    }
+
+    /// The code the job's record, the API and `forgehand run --json` show.
+    pub fn code(self) -> &'static str {
+        match self {
+            Reason::Budget(Budget::Turns) => "budget:turns",
+            Reason::Budget(Budget::ToolCalls) => "budget:tool_calls",
+            Reason::Budget(Budget::Time) => "budget:time",
+            Reason::Budget(Budget::InputTokens) => "budget:input_tokens",
+            Reason::Budget(Budget::OutputTokens) => "budget:output_tokens",
+            Reason::Budget(Budget::Dollars) => "budget:dollars",
+            Reason::ModelError => "model_error",
+            Reason::Gate(refusal) => refusal.code(),
+            Reason::NoChanges => "no_changes",
+            Reason::Denied => "denied",
+            Reason::ForgeError => "forge_error",
+            Reason::Infra => "infra",
+            Reason::Stopped => "stopped",
+        }
+    }
+
+    /// Whether the status comment lists the gate's findings under it.
+    pub fn shows_findings(self) -> bool {
+        matches!(self, Reason::Gate(_))
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct() {
+        let codes: std::collections::BTreeSet<&str> =
+            Reason::all().into_iter().map(Reason::code).collect();
+        assert_eq!(codes.len(), Reason::all().len());
+    }
+
+    #[test]
+    fn the_documented_codes_are_these_codes() {
+        let docs = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../docs/configuration.md"
+        ))
+        .unwrap();
+        let table = docs
+            .split_once("<!-- reasons: start -->\n")
+            .and_then(|(_, rest)| rest.split_once("<!-- reasons: end -->"))
+            .map(|(table, _)| table)
+            .expect("docs/configuration.md lists the reason codes between its markers");
+        let documented: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once('`'))
+            .map(|(code, _)| code)
+            .collect();
+        let coded: Vec<&str> = Reason::all().into_iter().map(Reason::code).collect();
+        assert_eq!(documented, coded);
+    }
+}
