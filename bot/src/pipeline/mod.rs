@@ -6,6 +6,7 @@
 
 mod orders;
 mod prepare;
+mod stages;
 pub mod status;
 mod work;
 

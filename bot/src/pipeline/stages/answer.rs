@@ -1,0 +1,157 @@
+//! Stage 4: the pushed commit answered where people look: the gate's
+//! verdict as the commit's status, then, for a follow-up, a reply in each
+//! review thread; otherwise the pull request, with whoever asked as its
+//! reviewer.
+
+use std::time::Instant;
+
+use forgehand_forge::api::{CommitStatus, ForgeApi, NewPullRequest, RepoRef, StatusState};
+use tracing::warn;
+
+use super::super::status::{self, StatusComment};
+use super::super::work::{Done, Steps, Work};
+use super::super::{Failure, Pipeline};
+use super::agent::Finished;
+use super::publish::Published;
+use crate::agent::tools::ThreadReply;
+use crate::store::ClaimedJob;
+
+/// What answering needs of the job and the stages before it.
+pub(in crate::pipeline) struct Answer<'a> {
+    pub claimed: &'a ClaimedJob,
+    pub api: &'a dyn ForgeApi,
+    pub repo: &'a RepoRef,
+    pub status: &'a StatusComment,
+    pub work: Work,
+    pub finished: Finished,
+    pub published: Published,
+    pub started: Instant,
+}
+
+impl Pipeline {
+    pub(in crate::pipeline) async fn answer(
+        &self,
+        answer: Answer<'_>,
+        steps: &mut Steps,
+    ) -> Result<Done, Failure> {
+        let Answer {
+            claimed,
+            api,
+            repo,
+            status,
+            work,
+            finished,
+            published,
+            started,
+        } = answer;
+        // Not worth failing the job over.
+        let checked = CommitStatus {
+            state: StatusState::Success,
+            context: "forgehand",
+            description: "integrity and secret checks passed",
+            target_url: None,
+        };
+        if let Err(error) = api.set_status(repo, &published.commit, &checked).await {
+            warn!(%error, "setting the commit status failed");
+        }
+        if let Some((pr, threads)) = work.follow_up {
+            let sha: String = published.commit.chars().take(10).collect();
+            for (n, thread) in threads.iter().enumerate() {
+                let reply = thread_reply(&finished.replies, n + 1, &sha);
+                api.reply_to_review_comment(repo, pr.number, thread, &reply)
+                    .await
+                    .map_err(Failure::forge)?;
+            }
+            steps.done("replies");
+            return Ok(Done::PullRequest {
+                number: pr.number,
+                url: pr.url,
+                updated: true,
+            });
+        }
+        let _ = status.progress(api, repo, 5).await;
+        let body = status::pull_request_body(&status::PullRequestBody {
+            summary: &published.summary,
+            closes: claimed.job.target,
+            files: &published.files,
+            findings: &published.findings,
+            left_out: &published.left_out,
+            isolation: &self.isolation,
+            cost_usd: finished.cost_usd,
+            turns: finished.turns,
+            duration: started.elapsed(),
+        });
+        let new = NewPullRequest {
+            title: &published.title,
+            body: &body,
+            head: &work.branch,
+            base: &work.base,
+        };
+        // Safe to repeat: the open pull request of the branch is looked for
+        // first, so a try that made it before failing is not made twice.
+        let pr = api
+            .open_pull_request(repo, &new)
+            .await
+            .map_err(Failure::forge)?;
+        // Whoever asked reviews it. A pull request is there either way.
+        let reviewer = [claimed.job.requested_by.as_str()];
+        if let Err(error) = api.request_review(repo, pr.number, &reviewer).await {
+            warn!(%error, "requesting a review failed");
+        }
+        steps.done("pull request");
+        Ok(Done::PullRequest {
+            number: pr.number,
+            url: pr.url,
+            updated: false,
+        })
+    }
+}
+
+/// The answer in review thread `n` (numbered from 1, as the task lists
+/// them): "Done in <sha>." with the agent's note when it changed the code
+/// for it, the agent's reason when it did not, and "Done in <sha>." when
+/// the agent said nothing of that thread.
+fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
+    match replies.iter().find(|r| r.thread == n) {
+        Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
+        Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),
+        Some(r) if r.note.trim().is_empty() => "No change for this one.".to_owned(),
+        Some(r) => format!("No change: {}", r.note.trim()),
+        None => format!("Done in {sha}."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(thread: usize, changed: bool, note: &str) -> ThreadReply {
+        ThreadReply {
+            thread,
+            changed,
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn each_thread_gets_the_agents_answer_or_done() {
+        let replies = [
+            reply(1, true, "Renamed it."),
+            reply(2, false, "The name is used by the public API."),
+            reply(3, true, " "),
+            reply(5, false, ""),
+        ];
+        let sha = "0123456789";
+        assert_eq!(
+            thread_reply(&replies, 1, sha),
+            "Done in 0123456789: Renamed it."
+        );
+        assert_eq!(
+            thread_reply(&replies, 2, sha),
+            "No change: The name is used by the public API."
+        );
+        assert_eq!(thread_reply(&replies, 3, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 4, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 5, sha), "No change for this one.");
+    }
+}

@@ -1,0 +1,109 @@
+//! Stage 1: the working copy, from the mirror, on the bot's branch (its
+//! existing one when an earlier run pushed it), in a job directory that
+//! is removed (its file system unmounted) on every way out; and the
+//! integrity snapshot the gate compares the agent's tree with.
+
+use forgehand_forge::api::{ForgeApi, RepoRef};
+use forgehand_forge::git::{self, gate, Credentials, MirrorCache};
+use secrecy::SecretString;
+
+use super::super::work::Work;
+use super::super::{Failure, Pipeline};
+use crate::jobdir::JobDir;
+use crate::reason::Reason;
+use crate::store::ClaimedJob;
+
+/// What the later stages work in and push with.
+pub(in crate::pipeline) struct WorkingCopy {
+    pub job_dir: JobDir,
+    pub url: String,
+    pub credentials: Credentials,
+    /// The credential the forge gave this job (an App's installation
+    /// token is in no configuration): kept out of what leaves.
+    pub token: SecretString,
+    /// The bot's branch tip an earlier run pushed, which the push must
+    /// find unchanged.
+    pub expected: Option<git2::Oid>,
+    pub before: git::Snapshot,
+}
+
+impl Pipeline {
+    pub(in crate::pipeline) async fn working_copy(
+        &self,
+        claimed: &ClaimedJob,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        work: &Work,
+    ) -> Result<WorkingCopy, Failure> {
+        let job = &claimed.job;
+        let url = job.repo.clone_url.clone().ok_or_else(|| {
+            Failure::new(
+                Reason::ForgeError,
+                "the webhook named no clone URL for the repository",
+            )
+        })?;
+        let (username, token) = api.git_credentials(repo).await.map_err(Failure::forge)?;
+        let credentials = Credentials::Token {
+            username,
+            token: token.clone(),
+        };
+        let job_dir = JobDir::create(
+            &self
+                .config
+                .git
+                .work_dir
+                .join(format!("job-{}-{}", claimed.id, claimed.run)),
+            self.config.sandbox.disk_mib,
+        )
+        .map_err(Failure::infra)?;
+        // Mirrors hold the repository's code: for Forgehand's user alone.
+        crate::private::dir(&self.config.git.mirror_dir).map_err(Failure::infra)?;
+        let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
+        let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
+        let limits = self.config.git.tree_limits(self.config.sandbox.disk_mib);
+        let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
+        let (source, with, branch, base) = (
+            url.clone(),
+            credentials.clone(),
+            work.branch.clone(),
+            work.base.clone(),
+        );
+        let prepared = tokio::task::spawn_blocking(move || {
+            let mirror = mirrors
+                .update(&key, &source, &with)
+                .map_err(|e| e.to_string())?;
+            let pushed_before = mirror
+                .repo
+                .find_reference(&format!("refs/heads/{branch}"))
+                .is_ok();
+            let (copy, expected) = if pushed_before {
+                let (copy, tip) = mirror
+                    .follow_up_copy(&tree, &git_dir, &branch)
+                    .map_err(|e| e.to_string())?;
+                (copy, Some(tip))
+            } else {
+                let copy = mirror
+                    .working_copy(&tree, &git_dir, &base, &branch)
+                    .map_err(|e| e.to_string())?;
+                (copy, None)
+            };
+            let before = gate::before(&copy, limits).map_err(|e| e.to_string())?;
+            Ok::<_, String>((expected, before))
+        })
+        .await
+        .map_err(Failure::infra)?;
+        let (expected, before) = prepared.map_err(|e| Failure {
+            reason: Reason::ForgeError,
+            message: e,
+            retryable: true,
+        })?;
+        Ok(WorkingCopy {
+            job_dir,
+            url,
+            credentials,
+            token,
+            expected,
+            before,
+        })
+    }
+}
