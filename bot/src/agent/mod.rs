@@ -4,9 +4,11 @@
 pub mod budget;
 pub mod prompts;
 pub mod run;
+pub mod session;
 pub mod tools;
 pub mod transcript;
 
 pub use budget::Budgets;
 pub use run::{run_agent, AgentReport, AgentSettings, Outcome};
+pub use session::{Session, SessionError};
 pub use transcript::Transcript;

@@ -14,11 +14,10 @@ use forgehand_forge::git::{
 use serde::Serialize;
 
 use crate::agent::prompts::Prompts;
-use crate::agent::tools::{Files, Toolbox};
-use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
+use crate::agent::{Outcome, Session, Transcript};
 use crate::config::Config;
 use crate::jobdir::JobDir;
-use crate::model::{Message, ModelClient, Provider};
+use crate::model::Provider;
 use crate::reason::Reason;
 use crate::sandboxes;
 use forgehand_sandbox::BackendChoice;
@@ -206,45 +205,17 @@ async fn agent_and_deliver(
     if let Some(warning) = &chosen.warning {
         eprintln!("forgehand: {warning}");
     }
-    let sandbox = chosen
-        .backend
-        .create(config.sandbox.spec(tree))
-        .await
-        .context("creating the sandbox")?;
-    let files = Files::open(tree)?;
     let prompts = Prompts::load(config.agent.prompts_dir.as_deref())?;
-    let messages = vec![
-        Message::System {
-            content: prompts.system(&files),
-        },
-        Message::User {
-            content: prompts.render("local_task.txt", &[("task", &args.task)]),
-        },
-    ];
-    transcript.record(
-        "start",
-        serde_json::json!({
-            "task": args.task,
-            "provider": model_config.provider,
-            "model": model_config.name,
-            "base_url": model_config.base_url,
-            "isolation": format!("{:?}", sandbox.isolation()),
-        }),
-    );
-    let model = ModelClient::new(model_config.settings())?;
-    let toolbox = Toolbox {
-        files,
-        sandbox: &*sandbox,
-        max_command_time: config.sandbox.limits().timeout,
+    let session = Session {
+        config,
+        model: model_config,
+        backend: &*chosen.backend,
+        tree,
+        task: prompts.render("local_task.txt", &[("task", &args.task)]),
+        prompts: &prompts,
     };
-    let price = |usage| model_config.cost(usage);
-    let settings = AgentSettings {
-        budgets: Budgets::from_config(&config.agent),
-        context_tokens: config.agent.context_tokens,
-        price: &price,
-    };
-    let agent = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
-    sandbox.destroy().await.context("destroying the sandbox")?;
+    transcript.record("task", serde_json::json!({ "task": args.task }));
+    let agent = session.start().await?.run(&mut transcript).await;
 
     let mut report = RunReport::failed(None, None);
     report.turns = agent.turns;

@@ -8,9 +8,8 @@ use super::super::work::Steps;
 use super::super::{Failure, Pipeline};
 use super::working_copy::WorkingCopy;
 use crate::agent::prompts::Prompts;
-use crate::agent::tools::{Files, ThreadReply, Toolbox};
-use crate::agent::{run_agent, AgentSettings, Budgets, Outcome, Transcript};
-use crate::model::{Message, ModelClient};
+use crate::agent::tools::ThreadReply;
+use crate::agent::{Outcome, Session, Transcript};
 use crate::store::ClaimedJob;
 
 /// What the agent said when it called `finish`, and what it cost.
@@ -57,33 +56,17 @@ impl Pipeline {
         )
         .map_err(Failure::infra)?;
         steps.transcript = Some(transcript.path().display().to_string());
-        let sandbox = self
-            .backend
-            .create(self.config.sandbox.spec(&tree))
-            .await
-            .map_err(Failure::infra)?;
+        let session = Session {
+            config: &self.config,
+            model: &self.config.model,
+            backend: &*self.backend,
+            tree: &tree,
+            prompts,
+            task: prompt,
+        };
+        let started = session.start().await.map_err(Failure::infra)?;
         steps.done("sandbox");
-        let files = Files::open(&tree).map_err(Failure::infra)?;
-        let messages = vec![
-            Message::System {
-                content: prompts.system(&files),
-            },
-            Message::User { content: prompt },
-        ];
-        let model = ModelClient::new(self.config.model.settings()).map_err(Failure::infra)?;
-        let toolbox = Toolbox {
-            files,
-            sandbox: &*sandbox,
-            max_command_time: self.config.sandbox.limits().timeout,
-        };
-        let price = |usage| self.config.model.cost(usage);
-        let settings = AgentSettings {
-            budgets: Budgets::from_config(&self.config.agent),
-            context_tokens: self.config.agent.context_tokens,
-            price: &price,
-        };
-        let report = run_agent(&model, &toolbox, &settings, messages, &mut transcript).await;
-        let _ = sandbox.destroy().await;
+        let report = started.run(&mut transcript).await;
         match report.outcome {
             Outcome::Finished {
                 summary,
