@@ -5,6 +5,9 @@
 //! the sandbox as its own step: [`Session::start`], then
 //! [`Started::run`], which destroys the sandbox whatever happened.
 
+// No function here over 80 lines (clippy.toml): a stage is a function.
+#![warn(clippy::too_many_lines)]
+
 use std::path::Path;
 
 use forgehand_sandbox::{Backend, Isolation, Sandbox, SandboxError};

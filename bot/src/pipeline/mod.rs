@@ -4,6 +4,9 @@
 //! a link or a reason code, never "working". Commands (`stop`, `retry`,
 //! `plan`, `go`, `help`) are read here too.
 
+// No function here over 80 lines (clippy.toml): a stage is a function.
+#![warn(clippy::too_many_lines)]
+
 mod orders;
 mod prepare;
 mod stages;
@@ -163,32 +166,17 @@ impl JobHandler for Pipeline {
         }
     }
 
+    /// A job's stages: answers that need no work, authorize, resolve the
+    /// order, supersede, the status comment, the work, the report.
     async fn run(&self, claimed: &ClaimedJob, cx: JobContext) -> Result<Value, JobError> {
         let job = &claimed.job;
         let api = self.api(job.forge)?;
         let repo = RepoRef::new(&job.repo.owner, &job.repo.name);
-        match &job.task {
-            Task::Command {
-                command: JobCommand::Help,
-                ..
-            } => {
-                let text = crate::command::help_text(&self.config.bot.username);
-                api.create_comment(&repo, job.target, &text)
-                    .await
-                    .map_err(forge_err)?;
-                return Ok(json!({"outcome": "help"}));
-            }
-            Task::ExplainCommandError { message, .. } => {
-                api.create_comment(&repo, job.target, message)
-                    .await
-                    .map_err(forge_err)?;
-                return Ok(json!({"outcome": "explained"}));
-            }
-            _ => {}
+        if let Some(answered) = self.answer_at_once(job, &*api, &repo).await {
+            return answered;
         }
-
         if !self.authorized(&*api, &repo, job).await? {
-            return Ok(json!({"outcome": "failed", "reason": "denied"}));
+            return Ok(json!({"outcome": "failed", "reason": Reason::Denied}));
         }
         if let Task::Command {
             command: JobCommand::Stop,
@@ -197,10 +185,7 @@ impl JobHandler for Pipeline {
         {
             return self.stop(claimed, &cx, &*api, &repo, *comment_id).await;
         }
-        let resolved = orders::resolve(claimed, &*cx.store)
-            .await
-            .map_err(|e| JobError::retryable(e.to_string()))?;
-        let (order, allow_sensitive) = match resolved {
+        let (order, allow_sensitive) = match self.resolve(claimed, &cx).await? {
             Resolved::Work {
                 order,
                 allow_sensitive,
@@ -212,124 +197,221 @@ impl JobHandler for Pipeline {
                 return Ok(json!({"outcome": outcome}));
             }
         };
-        // This sender may command the bot: older waiting requests on the
-        // target give way to this one.
-        let superseded = cx
-            .store
-            .supersede_waiting(&job.target_key(), claimed.id)
+        let status = self.acknowledge(claimed, &cx, &*api, &repo).await?;
+        let started = Instant::now();
+        let mut steps = Steps::new();
+        steps.done("authorized");
+        let work = async {
+            let mut work = self.prepare(job, &*api, &repo, &order).await?;
+            work.allow_sensitive = allow_sensitive;
+            self.work(claimed, &*api, &repo, &status, &mut steps, work)
+                .await
+        };
+        // A stop drops the work where it is: the sandbox goes with it.
+        let outcome = tokio::select! {
+            outcome = work => outcome,
+            _ = cx.cancel.cancelled() => Err(Failure::stopped(
+                cx.stop_reason().unwrap_or("the node is shutting down"),
+            )),
+        };
+        let ended = Ended {
+            claimed,
+            api: &*api,
+            repo: &repo,
+            status: &status,
+            steps: &steps,
+            seconds: started.elapsed().as_secs(),
+        };
+        match outcome {
+            Ok(done) => self.report_done(&ended, done).await,
+            Err(failure) => Err(self.report_failure(&ended, &cx, failure).await),
+        }
+    }
+}
+
+/// What the report of a job's end needs.
+struct Ended<'a> {
+    claimed: &'a ClaimedJob,
+    api: &'a dyn ForgeApi,
+    repo: &'a RepoRef,
+    status: &'a StatusComment,
+    steps: &'a Steps,
+    seconds: u64,
+}
+
+impl Pipeline {
+    /// `help`, and a command that could not be read: one reply, no work.
+    async fn answer_at_once(
+        &self,
+        job: &Job,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+    ) -> Option<Result<Value, JobError>> {
+        let (text, outcome) = match &job.task {
+            Task::Command {
+                command: JobCommand::Help,
+                ..
+            } => (crate::command::help_text(&self.config.bot.username), "help"),
+            Task::ExplainCommandError { message, .. } => (message.clone(), "explained"),
+            _ => return None,
+        };
+        Some(
+            api.create_comment(repo, job.target, &text)
+                .await
+                .map(|_| json!({ "outcome": outcome }))
+                .map_err(forge_err),
+        )
+    }
+
+    /// The order read against the target's history; older waiting work
+    /// on the target gives way (this sender may command the bot).
+    async fn resolve(&self, claimed: &ClaimedJob, cx: &JobContext) -> Result<Resolved, JobError> {
+        let resolved = orders::resolve(claimed, &*cx.store)
             .await
             .map_err(|e| JobError::retryable(e.to_string()))?;
-        if !superseded.is_empty() {
-            info!(?superseded, "older waiting requests superseded");
+        if matches!(resolved, Resolved::Work { .. }) {
+            let superseded = cx
+                .store
+                .supersede_waiting(&claimed.job.target_key(), claimed.id)
+                .await
+                .map_err(|e| JobError::retryable(e.to_string()))?;
+            if !superseded.is_empty() {
+                info!(?superseded, "older waiting requests superseded");
+            }
         }
+        Ok(resolved)
+    }
 
+    /// 👀 on what asked, and the job's one status comment.
+    async fn acknowledge(
+        &self,
+        claimed: &ClaimedJob,
+        cx: &JobContext,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+    ) -> Result<StatusComment, JobError> {
+        let job = &claimed.job;
         let reaction = match &job.task {
             Task::Request { comment_id, .. } | Task::Command { comment_id, .. } => {
                 ReactionTarget::Comment(*comment_id)
             }
             _ => ReactionTarget::Issue(job.target),
         };
-        api.react_eyes(&repo, reaction).await.map_err(forge_err)?;
-        let bot = self.bot_identity();
-        let attempt = self.attempt(claimed, &cx).await;
-        let status = StatusComment::open(&*api, &repo, job.target, claimed.id, attempt, &bot)
-            .await
-            .map_err(forge_err)?;
+        api.react_eyes(repo, reaction).await.map_err(forge_err)?;
+        let attempt = self.attempt(claimed, cx).await;
+        StatusComment::open(
+            api,
+            repo,
+            job.target,
+            claimed.id,
+            attempt,
+            &self.bot_identity(),
+        )
+        .await
+        .map_err(forge_err)
+    }
 
-        let started = Instant::now();
-        let mut steps = Steps::new();
-        steps.done("authorized");
-        let outcome = {
-            let work = async {
-                let mut work = match &order {
-                    Order::Issue { plan } => self.issue_work(job, &*api, &repo, plan).await,
-                    Order::Review {
-                        review_id,
-                        state,
-                        body,
-                    } => {
-                        let review = prepare::AnnouncedReview {
-                            id: *review_id,
-                            state: *state,
-                            body,
-                        };
-                        self.review_work(job, &*api, &repo, &review).await
-                    }
-                    Order::PullRequestRequest { text } => {
-                        self.pull_request_request_work(job, &*api, &repo, text)
-                            .await
-                    }
-                }?;
-                work.allow_sensitive = allow_sensitive;
-                self.work(claimed, &*api, &repo, &status, &mut steps, work)
-                    .await
-            };
-            // A stop drops the work where it is: the sandbox goes with it.
-            tokio::select! {
-                outcome = work => outcome,
-                _ = cx.cancel.cancelled() => Err(Failure::stopped(
-                    cx.stop_reason().unwrap_or("the node is shutting down"),
-                )),
+    /// What the order asks the agent to do.
+    async fn prepare(
+        &self,
+        job: &Job,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        order: &Order,
+    ) -> Result<work::Work, Failure> {
+        match order {
+            Order::Issue { plan } => self.issue_work(job, api, repo, plan).await,
+            Order::Review {
+                review_id,
+                state,
+                body,
+            } => {
+                let review = prepare::AnnouncedReview {
+                    id: *review_id,
+                    state: *state,
+                    body,
+                };
+                self.review_work(job, api, repo, &review).await
             }
-        };
-        let seconds = started.elapsed().as_secs();
-        match outcome {
-            Ok(Done::PullRequest {
+            Order::PullRequestRequest { text } => {
+                self.pull_request_request_work(job, api, repo, text).await
+            }
+        }
+    }
+
+    /// The status comment's final form and the job's result.
+    async fn report_done(&self, ended: &Ended<'_>, done: Done) -> Result<Value, JobError> {
+        let Ended {
+            api,
+            repo,
+            status,
+            steps,
+            seconds,
+            ..
+        } = ended;
+        let (text, result) = match done {
+            Done::PullRequest {
                 number,
                 url,
                 updated,
-            }) => {
-                status
-                    .set(&*api, &repo, &status::done(&url, number, updated))
-                    .await
-                    .map_err(forge_err)?;
-                Ok(
-                    json!({"outcome": "succeeded", "pull_request": number, "url": url,
-                          "seconds": seconds, "steps": steps.list, "transcript": steps.transcript}),
-                )
-            }
-            Ok(Done::Planned { plan }) => {
-                status
-                    .set(
-                        &*api,
-                        &repo,
-                        &status::planned(&plan, &self.config.bot.username),
-                    )
-                    .await
-                    .map_err(forge_err)?;
-                Ok(
-                    json!({"outcome": "planned", "plan": plan, "seconds": seconds,
-                          "steps": steps.list, "transcript": steps.transcript}),
-                )
-            }
-            Err(failure) => {
-                let text = if failure.reason == Reason::Stopped {
-                    status::stopped(&failure.message)
-                } else if failure.retryable && status.attempt().has_next() {
-                    status::retrying(status.attempt(), failure.reason, &failure.message)
-                } else {
-                    status::failed(failure.reason, &failure.message)
-                };
-                // Whatever else failed, the status comment must not say "working".
-                let _ = status.set(&*api, &repo, &text).await;
-                let record = json!({"outcome": "failed", "reason": failure.reason,
-                    "message": failure.message, "seconds": seconds,
-                    "steps": steps.list, "transcript": steps.transcript});
-                if let Err(error) = cx.store.record_result(claimed.id, &record).await {
-                    tracing::warn!(%error, "keeping the failed job's steps failed");
-                }
-                let mut text = format!("{}: {}", failure.reason, failure.message);
-                if let Some(path) = &steps.transcript {
-                    text.push_str(&format!(" (transcript: {path})"));
-                }
-                Err(if failure.reason == Reason::Stopped {
-                    JobError::Cancelled(failure.message)
-                } else if failure.retryable {
-                    JobError::retryable(text)
-                } else {
-                    JobError::permanent(text)
-                })
-            }
+            } => (
+                status::done(&url, number, updated),
+                json!({"outcome": "succeeded", "pull_request": number, "url": url}),
+            ),
+            Done::Planned { plan } => (
+                status::planned(&plan, &self.config.bot.username),
+                json!({"outcome": "planned", "plan": plan}),
+            ),
+        };
+        status.set(*api, repo, &text).await.map_err(forge_err)?;
+        let mut result = result;
+        result["seconds"] = json!(seconds);
+        result["steps"] = json!(steps.list);
+        result["transcript"] = json!(steps.transcript);
+        Ok(result)
+    }
+
+    /// Says why in the status comment (a retry as a retry) and the job's
+    /// record; the queue's verdict follows from the failure.
+    async fn report_failure(
+        &self,
+        ended: &Ended<'_>,
+        cx: &JobContext,
+        failure: Failure,
+    ) -> JobError {
+        let Ended {
+            claimed,
+            api,
+            repo,
+            status,
+            steps,
+            seconds,
+        } = ended;
+        let text = if failure.reason == Reason::Stopped {
+            status::stopped(&failure.message)
+        } else if failure.retryable && status.attempt().has_next() {
+            status::retrying(status.attempt(), failure.reason, &failure.message)
+        } else {
+            status::failed(failure.reason, &failure.message)
+        };
+        // Whatever else failed, the status comment must not say "working".
+        let _ = status.set(*api, repo, &text).await;
+        let record = json!({"outcome": "failed", "reason": failure.reason,
+            "message": failure.message, "seconds": seconds,
+            "steps": steps.list, "transcript": steps.transcript});
+        if let Err(error) = cx.store.record_result(claimed.id, &record).await {
+            tracing::warn!(%error, "keeping the failed job's steps failed");
+        }
+        let mut text = format!("{}: {}", failure.reason, failure.message);
+        if let Some(path) = &steps.transcript {
+            text.push_str(&format!(" (transcript: {path})"));
+        }
+        if failure.reason == Reason::Stopped {
+            JobError::Cancelled(failure.message)
+        } else if failure.retryable {
+            JobError::retryable(text)
+        } else {
+            JobError::permanent(text)
         }
     }
 }

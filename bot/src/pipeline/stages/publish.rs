@@ -85,17 +85,7 @@ impl Pipeline {
                     &credentials,
                 )),
             )
-            .map_err(|e| match e {
-                DeliverError::Refused(refusal) => {
-                    Failure::new(Reason::Gate(refusal.reason), refusal.to_string())
-                }
-                DeliverError::Push(push) => Failure {
-                    reason: Reason::ForgeError,
-                    message: push.to_string(),
-                    retryable: true,
-                },
-                other => Failure::infra(other),
-            })?;
+            .map_err(failure)?;
             let Some(commit) = delivery.commit else {
                 return Err(Failure::new(
                     Reason::NoChanges,
@@ -122,6 +112,21 @@ impl Pipeline {
             title,
             summary,
         })
+    }
+}
+
+/// Why the delivery failed, as the job says it.
+fn failure(error: DeliverError) -> Failure {
+    match error {
+        DeliverError::Refused(refusal) => {
+            Failure::new(Reason::Gate(refusal.reason), refusal.to_string())
+        }
+        DeliverError::Push(push) => Failure {
+            reason: Reason::ForgeError,
+            message: push.to_string(),
+            retryable: true,
+        },
+        other => Failure::infra(other),
     }
 }
 
