@@ -247,11 +247,11 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
         .map(|pid| pid as i32);
     match inner_pid {
         Some(inner_pid) if wait_until_set_up(inner_pid, &start.spec.rootfs) => {
-            if let Err(problem) = limit_ptys(inner_pid) {
+            if let Err(problem) = limit_ptys(inner_pid).and_then(|()| limit_backlog(inner_pid)) {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(SandboxError::Start(format!(
-                    "limiting the sandbox's terminals: {problem}"
+                    "limiting the sandbox's terminals and accept queues: {problem}"
                 )));
             }
             Ok(Holder { child, inner_pid })
@@ -456,50 +456,99 @@ pub(crate) fn limit_ptys(pid: i32) -> std::io::Result<()> {
     let ns = File::open(format!("/proc/{pid}/ns/mnt"))?;
     let data = CString::new(format!("ptmxmode=0666,mode=620,max={MAX_PTYS}"))
         .expect("no NUL in the options");
-    // SAFETY: the child makes only async-signal-safe system calls
-    // (setns, mount, _exit) on memory prepared before the fork.
+    in_child(|| unsafe {
+        if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+            return 1;
+        }
+        let rc = libc::mount(
+            c"devpts".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"devpts".as_ptr(),
+            libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NOEXEC,
+            data.as_ptr().cast(),
+        );
+        if rc == 0 {
+            0
+        } else {
+            2
+        }
+    })
+    .map_err(|code| {
+        std::io::Error::other(match code {
+            1 => "joining the sandbox's mount namespace failed",
+            _ => "remounting the sandbox's /dev/pts with a maximum failed",
+        })
+    })
+}
+
+/// The longest accept queue a listener in the sandbox may have
+/// (`net.core.somaxconn` of its network namespace; the host's default is
+/// 4,096). A connection waiting to be accepted is charged to no cgroup
+/// until it is: a sandbox that listens and never accepts pinned 415 MiB
+/// of host kernel memory with 25 listeners. The product with the open
+/// files a sandbox may have still bounds it only loosely (see
+/// docs/security.md).
+pub const MAX_ACCEPT_BACKLOG: u32 = 64;
+
+/// Sets `net.core.somaxconn` in the sandbox's network namespace to
+/// [`MAX_ACCEPT_BACKLOG`], from a child that joins it (root on the host
+/// may change a namespace's settings it owns; `/proc/sys/net` is the
+/// namespace of whoever opens it). Before the sandbox is handed out.
+pub(crate) fn limit_backlog(pid: i32) -> std::io::Result<()> {
+    let ns = File::open(format!("/proc/{pid}/ns/net"))?;
+    let value = format!("{MAX_ACCEPT_BACKLOG}\n");
+    in_child(|| unsafe {
+        if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+            return 1;
+        }
+        let fd = libc::open(
+            c"/proc/sys/net/core/somaxconn".as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return 2;
+        }
+        let written = libc::write(fd, value.as_ptr().cast(), value.len());
+        libc::close(fd);
+        if written == value.len() as isize {
+            0
+        } else {
+            2
+        }
+    })
+    .map_err(|code| {
+        std::io::Error::other(match code {
+            1 => "joining the sandbox's network namespace failed",
+            _ => "setting net.core.somaxconn in the sandbox's network namespace failed",
+        })
+    })
+}
+
+/// Runs `step` in a forked child and returns its exit code when not 0.
+/// `step` must make only async-signal-safe calls on memory prepared
+/// before the fork.
+fn in_child(step: impl FnOnce() -> i32) -> Result<(), i32> {
+    // SAFETY: the child runs `step` (async-signal-safe calls only, as
+    // its callers promise) and leaves with _exit.
     let child = unsafe { libc::fork() };
     if child < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(-1);
     }
     if child == 0 {
-        unsafe {
-            let code = if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
-                1
-            } else if libc::mount(
-                c"devpts".as_ptr(),
-                c"/dev/pts".as_ptr(),
-                c"devpts".as_ptr(),
-                libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NOEXEC,
-                data.as_ptr().cast(),
-            ) != 0
-            {
-                2
-            } else {
-                0
-            };
-            libc::_exit(code);
-        }
+        let code = step();
+        unsafe { libc::_exit(code) };
     }
     let mut status = 0;
     // SAFETY: waits for the child just forked.
     while unsafe { libc::waitpid(child, &mut status, 0) } < 0 {
-        let error = std::io::Error::last_os_error();
-        if error.kind() != std::io::ErrorKind::Interrupted {
-            return Err(error);
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return Err(-1);
         }
     }
     match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
         Some(0) => Ok(()),
-        Some(1) => Err(std::io::Error::other(
-            "joining the sandbox's mount namespace failed",
-        )),
-        Some(_) => Err(std::io::Error::other(
-            "remounting the sandbox's /dev/pts with a maximum failed",
-        )),
-        None => Err(std::io::Error::other(
-            "the child remounting /dev/pts was killed",
-        )),
+        Some(code) => Err(code),
+        None => Err(-1),
     }
 }
 

@@ -47,6 +47,7 @@ macro_rules! suite {
             new socket_buffers_count_against_the_memory_limit,
             new open_files_stop_at_a_share_of_the_hosts_file_table,
             new terminals_stop_at_the_sandboxs_own_maximum,
+            new accept_queues_stop_at_the_sandboxs_own_maximum,
         );
     };
     // `new`: runs beside the others; `alone`: while no other probe runs

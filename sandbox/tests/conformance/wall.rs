@@ -523,3 +523,27 @@ except OSError as e:
     assert_eq!(opened, forgehand_sandbox::namespace::MAX_PTYS, "{report}");
     assert_eq!(value(&report, "error"), "ENOSPC", "{report}");
 }
+
+pub async fn accept_queues_stop_at_the_sandboxs_own_maximum(ctx: &Ctx) {
+    // Connections nobody accepts are charged to no cgroup: the sandbox's
+    // network namespace caps each listener's queue, whatever it asks.
+    let script = r#"
+import socket, select, errno
+print("somaxconn=" + open("/proc/sys/net/core/somaxconn").read().strip())
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4096)
+port = srv.getsockname()[1]
+clients = []
+for _ in range(300):
+    c = socket.socket(); c.setblocking(False)
+    c.connect_ex(("127.0.0.1", port)); clients.append(c)
+_, ready, _ = select.select([], clients, [], 2)
+done = sum(1 for c in ready if c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0)
+print(f"queued={done}")
+"#;
+    let report = python(ctx, script).await;
+    let cap = forgehand_sandbox::namespace::MAX_ACCEPT_BACKLOG;
+    assert_eq!(value(&report, "somaxconn"), cap.to_string(), "{report}");
+    let queued: u32 = value(&report, "queued").parse().unwrap();
+    // The kernel lets one past the backlog in.
+    assert!(queued <= cap + 1, "{queued} connections queued: {report}");
+}
