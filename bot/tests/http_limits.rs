@@ -246,12 +246,13 @@ async fn bodies_past_the_buffer_budget_are_answered_503_not_buffered() {
         c.server.body_buffer_bytes = 16 * 1024;
     })
     .await;
-    // One slow client holds the whole budget...
+    // One slow client holds nearly the whole budget with what it sent
+    // (a declared length alone holds nothing)...
     let mut slow = server.connect().await;
     slow.write_all(signed_head("content-length: 16384\r\n", b"{}").as_bytes())
         .await
         .unwrap();
-    slow.write_all(b"{").await.unwrap();
+    slow.write_all(&[b' '; 15 * 1024]).await.unwrap();
 
     // ...so the next body is not read: 503, try again later.
     let body = common::labeled_issue("forgehand", 1);
