@@ -64,6 +64,12 @@ const CARGO_BUILD_KEYS: &[&str] = &[
     "workspace.dependencies",
     "patch",
     "replace",
+    // Where targets' sources are: a path may leave the crate.
+    "lib",
+    "bin",
+    "test",
+    "bench",
+    "example",
 ];
 
 const PYPROJECT_BUILD_KEYS: &[&str] = &[
@@ -85,6 +91,17 @@ const PYPROJECT_BUILD_KEYS: &[&str] = &[
     "tool.pdm",
     "tool.cibuildwheel",
     "tool.uv",
+    // Tools that load plugins or run hooks named here.
+    "project.entry-points",
+    "project.scripts",
+    "tool.setuptools.dynamic",
+    "tool.hatch.version",
+    "tool.pylint",
+    "tool.mypy",
+    "tool.coverage",
+    "tool.taskipy",
+    "tool.pixi",
+    "tool.rye",
 ];
 
 /// Run on pushes and pull requests, or by the forge, with the
@@ -446,11 +463,120 @@ pub static CATALOGUE: &[Rule] = &[
         ".eslintrc.cjs",
     ),
     row(
-        "**/{renovate.json,renovate.json5,.renovaterc,.renovaterc.json}",
+        "**/{renovate.json,renovate.json5,.renovaterc,.renovaterc.json,.renovaterc.json5}",
         "Renovate configuration",
         "self-hosted Renovate runs its `postUpgradeTasks`",
         ".github/renovate.json",
     ),
+    row(
+        ".github/dependabot.{yml,yaml}",
+        "Dependabot configuration",
+        "names the registries dependencies are fetched from",
+        ".github/dependabot.yml",
+    ),
+    // Other CI, build and deploy services.
+    row("{.build.yml,.builds/**}", "SourceHut builds", CI, ".builds/ci.yml"),
+    row(
+        "{cloudbuild.yaml,cloudbuild.yml,cloudbuild.json,buildspec.yml,buildspec.yaml,codemagic.yaml,bitrise.yml,netlify.toml,vercel.json,Tiltfile,skaffold.yaml,docker-bake.hcl}",
+        "Cloud Build, CodeBuild, Codemagic, Bitrise, Netlify, Vercel, Tilt, Skaffold, Bake",
+        "build and deploy steps run by the service",
+        "cloudbuild.yaml",
+    ),
+    row(
+        "{.teamcity,.tekton,.kokoro,.zuul.d,zuul.d,fastlane}/**",
+        "TeamCity, Tekton, Kokoro, Zuul and fastlane directories",
+        CI,
+        ".tekton/pr.yaml",
+    ),
+    row("{.zuul.yaml,zuul.yaml}", "Zuul", CI, ".zuul.yaml"),
+    row("**/{Dangerfile,Dangerfile.*,dangerfile.*}", "Danger", "runs on pull requests in CI", "Dangerfile"),
+    // Lock files: what an install fetches, and from where.
+    row(
+        "**/{package-lock.json,npm-shrinkwrap.json,yarn.lock,pnpm-lock.yaml,pnpm-workspace.yaml,bun.lock,bun.lockb,poetry.lock,uv.lock,Pipfile.lock,pdm.lock,Gemfile.lock,composer.lock,flake.lock,Cargo.lock,mix.lock,Package.resolved,Podfile.lock}",
+        "lock files",
+        "name each package an install fetches and the URL it comes from",
+        "web/package-lock.json",
+    ),
+    // More ecosystems' build files.
+    row(
+        "**/*.{csproj,fsproj,vbproj,sln,props,targets}",
+        "MSBuild projects, solutions, props and targets",
+        "a build entry point: targets run on every build",
+        "app/app.csproj",
+    ),
+    row("**/{NuGet.config,nuget.config,global.json}", ".NET package sources and SDK", "where packages and the SDK come from", "NuGet.config"),
+    row(
+        "**/{build.sbt,build.xml,*.gradle,*.gradle.kts,*.versions.toml}",
+        "sbt, Ant, Gradle scripts and version catalogues",
+        "a build entry point: runs on every build",
+        "gradle/publish.gradle",
+    ),
+    row(
+        "{**/project/*.sbt,**/project/*.scala,**/project/build.properties,**/build-logic/**}",
+        "sbt project definitions, Gradle build logic",
+        "compiled and run by every build",
+        "project/plugins.sbt",
+    ),
+    row(
+        "**/{composer.json,phpunit.xml,phpunit.xml.dist,.php-cs-fixer.php,.php-cs-fixer.dist.php,mix.exs,.formatter.exs,rebar.config,rebar.config.script,Package.swift,build.zig,build.zig.zon,Makefile.PL,Build.PL,Makevars,cpanfile,.Rprofile,*.opam,config.nims,*.nimble,*.rockspec,conanfile.py,conanfile.txt,binding.gyp}",
+        "PHP, Elixir, Erlang, Swift, Zig, Perl, R, OCaml, Nim, Lua, Conan and node-gyp builds",
+        "code the build or the test runner runs",
+        "composer.json",
+    ),
+    row(
+        "**/{Makefile.inc,BSDmakefile,Kbuild,*.m4,CMakePresets.json,CMakeUserPresets.json,Makefile.toml,REPO.bazel,WORKSPACE.bzlmod,*.bazelrc}",
+        "more make, autotools, CMake, cargo-make and Bazel inputs",
+        "a build entry point: runs on every build",
+        "aclocal.m4",
+    ),
+    row(
+        "**/{Podfile,Brewfile,Guardfile,Capfile,.irbrc,.rubocop.yml,.bundle/config,devenv.yaml,bunfig.toml,deno.json,deno.jsonc,.config/nextest.toml,deps/build.jl}",
+        "CocoaPods, Homebrew bundles, Guard, Capistrano, irb, RuboCop, Bundler, devenv, Bun, Deno, nextest, Julia builds",
+        "Ruby, shell or build code these tools run",
+        "Brewfile",
+    ),
+    row(
+        "**/{hatch_build.py,pdm_build.py,.pylintrc,pylintrc,mypy.ini,.coveragerc,.pdbrc,sitecustomize.py,usercustomize.py}",
+        "Python build hooks and tools' rc files",
+        "Python code the build, pylint (`init-hook`), mypy and coverage (plugins) or the interpreter run",
+        ".pylintrc",
+    ),
+    row(
+        "**/{karma.conf,wdio.conf,protractor.conf,vitest.workspace,.eleventy}.{js,cjs,mjs,ts}",
+        "JavaScript test runners' and site builders' configuration code",
+        "the tool imports and runs it",
+        "karma.conf.js",
+    ),
+    row(
+        "**/{.babelrc,.mocharc,.eslintrc,.prettierrc,.swcrc}{,.json,.jsonc,.yml,.yaml}",
+        "JavaScript tools' declarative configuration",
+        "names plugins and modules the tool loads and runs (`require`)",
+        ".mocharc.yml",
+    ),
+    row("**/{babel.config,jest.config}.json", "Babel and Jest JSON configuration", "names plugins and modules the tool loads", "jest.config.json"),
+    row(
+        "**/{.storybook,cypress/plugins,.yarn/patches}/**",
+        "Storybook, Cypress plugins, Yarn patches",
+        "code the tool runs, or changes to the packages it installs",
+        ".storybook/main.js",
+    ),
+    row("**/.pnp.{cjs,js,loader.mjs}", "Yarn Plug'n'Play loader", "Node runs it before anything else", ".pnp.cjs"),
+    row("**/{mise,.mise}.*.toml", "mise environment files", "tasks and hooks like `mise.toml`", "mise.dev.toml"),
+    row("**/.env", "dotenv files", "tools load them into the environment (`NODE_OPTIONS`, `PYTHONSTARTUP`)", ".env"),
+    // Other agents' instructions and tools.
+    row(
+        "{.gemini,.roo,.kiro,.amazonq,.junie,.codex,.continue,.zed,.github/prompts,.github/chatmodes}/**",
+        "other coding agents' and editors' settings, MCP servers and prompts",
+        "what an agent or editor is told and which programs it starts",
+        ".gemini/settings.json",
+    ),
+    row(
+        "{.roomodes,.aider.conf.yml,CONVENTIONS.md,opencode.json,.goosehints}",
+        "other coding agents' instructions",
+        "what an agent is told",
+        ".aider.conf.yml",
+    ),
+    row("**/*.sublime-project", "Sublime Text projects", "build systems the editor runs", "x.sublime-project"),
 ];
 
 /// Paths in the git directory: changed there, they are tamper.
@@ -547,12 +673,17 @@ mod tests {
             "src/main.rs",
             "README.md",
             "docs/guide.md",
-            "Cargo.lock",
             "tests/test_api.py",
             "web/src/index.ts",
             "lib/x.rb",
             ".gitignore",
             ".github/ISSUE_TEMPLATE/bug.md",
+            "myapp/project/settings.py",
+            "src/env.ts",
+            "config/settings.yaml",
+            "web/src/app.config.json",
+            "docs/build/index.md",
+            "go.sum",
         ] {
             assert_eq!(rule_for(path), None, "{path}");
         }

