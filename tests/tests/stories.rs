@@ -623,6 +623,85 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     assert!(story.pulls().is_empty());
 }
 
+/// SIGKILL at a stage boundary, driven from outside: the fake forge
+/// holds the call that follows it, the service is killed there and
+/// started again, and the next attempt takes the job up where the last
+/// one left it (the agent's script is spent: it cannot run twice).
+async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind: Kind, held: &str) {
+    let mut story =
+        Story::start_with(kind, good_script(), &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
+    story.forge.with(|s| s.holds.push(held.into()));
+    story.label(1).await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while story.forge.with(|s| s.held.is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "never reached {held}:\n{}",
+            story.log()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    story.kill_forgehand();
+    story.start_forgehand().await;
+    let jobs = story.settled().await;
+
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}\n{}", story.log());
+    assert_eq!(job["attempts"], 2, "{job:#}");
+    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
+    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
+    assert!(
+        story.status(1).starts_with("✅ Opened #2: "),
+        "{}",
+        story.status(1)
+    );
+    let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
+    let steps: Vec<&str> = detail["result"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert!(steps.contains(&"resumed after the push"), "{steps:?}");
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_push_before_the_pull_request() {
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
+        Kind::GitHub,
+        "POST /repos/{owner}/{repo}/pulls",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_push_before_the_pull_request() {
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
+        Kind::Gitea,
+        "POST /repos/{owner}/{repo}/pulls",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_pull_request_before_the_final_comment() {
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
+        Kind::GitHub,
+        "POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_pull_request_before_the_final_comment() {
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
+        Kind::Gitea,
+        "POST /repos/{owner}/{repo}/pulls/{index}/requested_reviewers",
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let story = Story::start(

@@ -25,8 +25,15 @@ impl Pipeline {
         mut work: Work,
     ) -> Result<Done, Failure> {
         let started = Instant::now();
-        let copy = self.working_copy(claimed, api, repo, &work).await?;
+        let mut copy = self.working_copy(claimed, api, repo, &work).await?;
         steps.done("working copy");
+        if let Some(resumed) = copy.resumed.take() {
+            // An earlier attempt pushed this job's commit: the agent's
+            // and the gate's work is done; answer it.
+            steps.done("resumed after the push");
+            let answer = Answer::resumed(claimed, api, repo, status, work, resumed, started);
+            return self.answer(answer, steps).await;
+        }
         let _ = status.progress(api, repo, 2).await;
 
         let prompt = std::mem::take(&mut work.prompt);

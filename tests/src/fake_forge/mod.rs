@@ -74,7 +74,14 @@ impl FakeForge {
         let app = Router::new().fallback(
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                 let shared = shared.clone();
-                async move { handle(&shared, method, uri, headers, body) }
+                async move {
+                    if held(&shared, &method, &uri, &body) {
+                        // Held at a stage boundary: the client waits until
+                        // it gives up or is killed.
+                        return std::future::pending().await;
+                    }
+                    handle(&shared, method, uri, headers, body)
+                }
             },
         );
         let server = crate::local_server::LocalServer::start(app).await?;
@@ -101,6 +108,30 @@ impl FakeForge {
     pub fn violations(&self) -> Vec<String> {
         self.with(|s| s.violations.clone())
     }
+}
+
+/// Whether the request is a call [`ForgeState::holds`] names: then it
+/// is recorded in [`ForgeState::held`], taken off the list (the next one
+/// is answered), and never answered.
+fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> bool {
+    let mut state = shared.state.lock().unwrap();
+    if state.holds.is_empty() {
+        return false;
+    }
+    let body: Option<Value> = serde_json::from_slice(body).ok();
+    let Ok(matched) = shared
+        .spec
+        .check(method.as_str(), uri.path(), uri.query(), body.as_ref())
+    else {
+        return false;
+    };
+    let call = format!("{} {}", matched.method, matched.template);
+    let Some(at) = state.holds.iter().position(|h| *h == call) else {
+        return false;
+    };
+    state.holds.remove(at);
+    state.held.push(call);
+    true
 }
 
 fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {

@@ -41,6 +41,11 @@ pub struct ForgeState {
     /// Faults for one kind of call (`POST /repos/{owner}/{repo}/pulls`),
     /// given in order to the next calls of that kind.
     pub call_faults: Vec<CallFault>,
+    /// Calls (`METHOD template`) never answered, once each: a stage
+    /// boundary a test kills Forgehand at.
+    pub holds: Vec<String>,
+    /// The held calls that came.
+    pub held: Vec<String>,
     /// The registered hooks and every delivery sent to them.
     pub webhooks: super::webhooks::Webhooks,
     next_id: u64,

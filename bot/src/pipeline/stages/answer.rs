@@ -13,6 +13,7 @@ use super::super::work::{Done, Steps, Work};
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
+use super::working_copy::Resumed;
 use crate::agent::tools::ThreadReply;
 use crate::store::ClaimedJob;
 
@@ -26,6 +27,45 @@ pub(in crate::pipeline) struct Answer<'a> {
     pub finished: Finished,
     pub published: Published,
     pub started: Instant,
+}
+
+impl<'a> Answer<'a> {
+    /// The answer for a commit an earlier attempt of the job pushed.
+    pub(in crate::pipeline) fn resumed(
+        claimed: &'a ClaimedJob,
+        api: &'a dyn ForgeApi,
+        repo: &'a RepoRef,
+        status: &'a StatusComment,
+        work: Work,
+        resumed: Resumed,
+        started: Instant,
+    ) -> Self {
+        let finished = Finished {
+            title: resumed.title.clone(),
+            summary: resumed.summary.clone(),
+            replies: Vec::new(),
+            cost_usd: 0.0,
+            turns: 0,
+        };
+        let published = Published {
+            commit: resumed.commit,
+            files: resumed.files,
+            findings: String::new(),
+            left_out: String::new(),
+            title: resumed.title,
+            summary: resumed.summary,
+        };
+        Answer {
+            claimed,
+            api,
+            repo,
+            status,
+            work,
+            finished,
+            published,
+            started,
+        }
+    }
 }
 
 impl Pipeline {

@@ -131,7 +131,10 @@ fn failure(error: DeliverError) -> Failure {
 }
 
 /// The paths the commit changed against its parent.
-fn changed_files(repo: &git2::Repository, oid: git2::Oid) -> Result<Vec<String>, git2::Error> {
+pub(super) fn changed_files(
+    repo: &git2::Repository,
+    oid: git2::Oid,
+) -> Result<Vec<String>, git2::Error> {
     let commit = repo.find_commit(oid)?;
     let parent = commit.parent(0).ok().map(|p| p.tree()).transpose()?;
     let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&commit.tree()?), None)?;

@@ -25,6 +25,20 @@ pub(in crate::pipeline) struct WorkingCopy {
     /// find unchanged.
     pub expected: Option<git2::Oid>,
     pub before: git::Snapshot,
+    /// An earlier attempt of this very job pushed its commit (the bot's,
+    /// with this job's `Forgehand-Job:` trailer) and then died: the
+    /// agent's work is done, and the job goes on from there.
+    pub resumed: Option<Resumed>,
+}
+
+/// This job's commit, pushed by an earlier attempt.
+pub(in crate::pipeline) struct Resumed {
+    pub commit: String,
+    /// The commit message's first line and the rest, without trailers:
+    /// what the agent said, as it was redacted then.
+    pub title: String,
+    pub summary: String,
+    pub files: Vec<String>,
 }
 
 impl Pipeline {
@@ -68,6 +82,11 @@ impl Pipeline {
             work.branch.clone(),
             work.base.clone(),
         );
+        let (job_id, bot_email) = (claimed.id, self.config.git.commit_email.clone());
+        // A follow-up's branch holds earlier jobs' commits; only issue
+        // work is taken up where a crash left it (a follow-up's replies
+        // would be posted twice).
+        let may_resume = work.follow_up.is_none();
         let prepared = tokio::task::spawn_blocking(move || {
             let mirror = mirrors
                 .update(&key, &source, &with)
@@ -88,11 +107,15 @@ impl Pipeline {
                 (copy, None)
             };
             let before = gate::before(&copy, limits).map_err(|e| e.to_string())?;
-            Ok::<_, String>((expected, before))
+            let resumed = match expected {
+                Some(tip) if may_resume => resumed(&copy, tip, job_id, &bot_email),
+                _ => None,
+            };
+            Ok::<_, String>((expected, before, resumed))
         })
         .await
         .map_err(Failure::infra)?;
-        let (expected, before) = prepared.map_err(|e| Failure {
+        let (expected, before, resumed) = prepared.map_err(|e| Failure {
             reason: Reason::ForgeError,
             message: e,
             retryable: true,
@@ -104,6 +127,32 @@ impl Pipeline {
             token,
             expected,
             before,
+            resumed,
         })
     }
+}
+
+/// `tip` as this job's own pushed commit, if it is one.
+fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -> Option<Resumed> {
+    let commit = repo.find_commit(tip).ok()?;
+    let message = commit.message()?;
+    let ours = commit.committer().email() == Some(bot_email)
+        && message
+            .lines()
+            .rev()
+            .any(|line| line.trim() == format!("Forgehand-Job: {job}"));
+    if !ours {
+        return None;
+    }
+    let (title, rest) = message.split_once('\n').unwrap_or((message, ""));
+    let summary: Vec<&str> = rest
+        .lines()
+        .filter(|l| !l.starts_with("Forgehand-Job: ") && !l.starts_with("Co-authored-by: "))
+        .collect();
+    Some(Resumed {
+        commit: tip.to_string(),
+        title: title.trim().to_owned(),
+        summary: summary.join("\n").trim().to_owned(),
+        files: super::publish::changed_files(repo, tip).ok()?,
+    })
 }
