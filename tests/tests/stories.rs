@@ -702,6 +702,64 @@ async fn gitea_sigkill_after_the_pull_request_before_the_final_comment() {
     .await;
 }
 
+/// Twenty labelled issues while every fourth API call fails (500, 429
+/// with Retry-After, a secondary rate limit's 403 with Retry-After, 502,
+/// in turn): every issue ends with exactly one pull request and one
+/// status comment in its final form.
+async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
+    let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
+    let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "1")]).await;
+    story.forge.with(|s| {
+        for n in 2..=20 {
+            s.add_issue(
+                REPO,
+                MAINTAINER,
+                &format!("Fix add {n}"),
+                "add() subtracts.",
+            );
+        }
+        s.fault_every = Some(4);
+    });
+    for n in 1..=20 {
+        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
+    }
+    story.forge.settle().await;
+    let jobs = story.settled().await;
+
+    let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
+    assert_eq!(labeled.len(), 20, "{jobs:#?}");
+    for job in &labeled {
+        assert_eq!(job["state"], "succeeded", "{job:#}");
+    }
+    let served = story.forge.with(|s| s.faults_served);
+    assert!(served >= 60, "only {served} faults served");
+    let pulls = story.pulls();
+    for n in 1..=20 {
+        let closing = pulls
+            .iter()
+            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
+            .count();
+        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
+        assert!(
+            story.status(n).starts_with("✅ Opened #"),
+            "issue {n}: {}",
+            story.status(n)
+        );
+    }
+    assert_eq!(pulls.len(), 20);
+    assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_twenty_issues_through_a_faulty_forge() {
+    twenty_issues_through_a_faulty_forge(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_twenty_issues_through_a_faulty_forge() {
+    twenty_issues_through_a_faulty_forge(Kind::Gitea).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let story = Story::start(

@@ -190,6 +190,18 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
     if let Some((status, retry_after)) = state.faults.pop_front() {
         return fault(status, retry_after);
     }
+    if let Some(every) = state.fault_every {
+        state.calls_seen += 1;
+        if state.calls_seen % every == 0 {
+            // 5xx, a rate limit, a secondary rate limit (403 with
+            // Retry-After), another 5xx, in turn.
+            const KINDS: [(u16, Option<u64>); 4] =
+                [(500, None), (429, Some(1)), (403, Some(1)), (502, None)];
+            let (status, retry_after) = KINDS[(state.calls_seen / every) as usize % KINDS.len()];
+            state.faults_served += 1;
+            return fault(status, retry_after);
+        }
+    }
     let call = format!("{} {}", matched.method, matched.template);
     let call_fault = state
         .call_faults

@@ -46,6 +46,10 @@ pub struct ForgeState {
     pub holds: Vec<String>,
     /// The held calls that came.
     pub held: Vec<String>,
+    /// Every n-th API call fails (5xx and rate limits in turn).
+    pub fault_every: Option<u64>,
+    pub calls_seen: u64,
+    pub faults_served: u64,
     /// The registered hooks and every delivery sent to them.
     pub webhooks: super::webhooks::Webhooks,
     next_id: u64,
