@@ -192,7 +192,7 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
     }
     if let Some(every) = state.fault_every {
         state.calls_seen += 1;
-        if state.calls_seen % every == 0 {
+        if state.calls_seen.is_multiple_of(every) {
             // 5xx, a rate limit, a secondary rate limit (403 with
             // Retry-After), another 5xx, in turn.
             const KINDS: [(u16, Option<u64>); 4] =
