@@ -200,7 +200,7 @@ impl JobHandler for Pipeline {
         let status = self.acknowledge(claimed, &cx, &*api, &repo).await?;
         let started = Instant::now();
         let mut steps = Steps::new();
-        steps.done("authorized");
+        steps.done(stages::Stage::Authorized);
         let work = async {
             let mut work = self.prepare(job, &*api, &repo, &order).await?;
             work.allow_sensitive = allow_sensitive;

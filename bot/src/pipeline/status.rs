@@ -5,26 +5,22 @@ use std::time::Duration;
 
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
+use super::stages::Stage;
 use crate::reason::Reason;
 use crate::trigger::BotIdentity;
 
-/// The checklist's steps, in order.
-pub const STEPS: &[&str] = &[
-    "authorized",
-    "working copy ready",
-    "agent at work",
-    "integrity and secret checks",
-    "pushed",
-    "pull request",
-];
-
-/// The status comment while the job runs: steps before `current` done.
-pub fn working(current: usize) -> String {
+/// The status comment while the job runs: the checklist's stages before
+/// `current` done.
+pub fn working(current: Stage) -> String {
     let mut out = String::from("🛠️ **Forgehand is working on this.**\n\n");
-    for (i, step) in STEPS.iter().enumerate() {
-        let mark = if i < current { "x" } else { " " };
-        let now = if i == current { " ← now" } else { "" };
-        out.push_str(&format!("- [{mark}] {step}{now}\n"));
+    let at = Stage::CHECKLIST
+        .iter()
+        .position(|s| *s == current)
+        .unwrap_or(Stage::CHECKLIST.len());
+    for (i, stage) in Stage::CHECKLIST.iter().enumerate() {
+        let mark = if i < at { "x" } else { " " };
+        let now = if i == at { " ← now" } else { "" };
+        out.push_str(&format!("- [{mark}] {}{now}\n", stage.name()));
     }
     out
 }
@@ -67,7 +63,7 @@ impl Attempt {
 }
 
 /// The status comment of attempt `attempt` while it runs.
-pub fn working_on(current: usize, attempt: &Attempt) -> String {
+pub fn working_on(current: Stage, attempt: &Attempt) -> String {
     working(current) + &attempt.note()
 }
 
@@ -167,7 +163,7 @@ impl StatusComment {
         bot: &BotIdentity,
     ) -> Result<Self, ForgeError> {
         let mark = marker(job);
-        let first = &working_on(1, &attempt);
+        let first = &working_on(Stage::WorkingCopy, &attempt);
         match Self::earlier(api, repo, target, job, bot).await? {
             Some(comment) => {
                 let status = StatusComment {
@@ -227,7 +223,7 @@ impl StatusComment {
         &self,
         api: &dyn ForgeApi,
         repo: &RepoRef,
-        current: usize,
+        current: Stage,
     ) -> Result<(), ForgeError> {
         self.set(api, repo, &working_on(current, &self.attempt))
             .await
@@ -296,8 +292,8 @@ mod tests {
     #[test]
     fn the_status_comment_reads_as_a_checklist_and_ends_in_one_line() {
         assert_eq!(
-            working(2),
-            "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy ready\n- [ ] agent at work ← now\n- [ ] integrity and secret checks\n- [ ] pushed\n- [ ] pull request\n"
+            working(Stage::Agent),
+            "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy\n- [ ] agent ← now\n- [ ] gate, commit and push\n- [ ] pull request\n"
         );
         assert_eq!(
             failed(
@@ -319,11 +315,14 @@ mod tests {
             after: Some("forge_error: GET /repos/o/r/issues/1: HTTP 502\nmore".into()),
         };
         assert_eq!(
-            working_on(1, &second),
-            working(1)
+            working_on(Stage::WorkingCopy, &second),
+            working(Stage::WorkingCopy)
                 + "\n_Attempt 2 of 5, after: forge_error: GET /repos/o/r/issues/1: HTTP 502_\n"
         );
-        assert_eq!(working_on(1, &Attempt::first()), working(1));
+        assert_eq!(
+            working_on(Stage::WorkingCopy, &Attempt::first()),
+            working(Stage::WorkingCopy)
+        );
         assert_eq!(
             retrying(&second, Reason::Infra, "the sandbox did not start\ndetail"),
             "🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start\n\nI will try again shortly (attempt 3 of 5).\n"

@@ -7,6 +7,7 @@ use forgehand_forge::api::{ForgeApi, RepoRef, ReviewComment};
 use serde_json::{json, Value};
 
 use super::stages::answer::Answer;
+use super::stages::Stage;
 use super::status::StatusComment;
 use super::{Failure, Pipeline};
 use crate::agent::prompts::Prompts;
@@ -26,31 +27,31 @@ impl Pipeline {
     ) -> Result<Done, Failure> {
         let started = Instant::now();
         let mut copy = self.working_copy(claimed, api, repo, &work).await?;
-        steps.done("working copy");
+        steps.done(Stage::WorkingCopy);
         if let Some(resumed) = copy.resumed.take() {
             // An earlier attempt pushed this job's commit: the agent's
             // and the gate's work is done; answer it.
-            steps.done("resumed after the push");
+            steps.done(Stage::Resumed);
             let answer = Answer::resumed(claimed, api, repo, status, work, resumed, started);
             return self.answer(answer, steps).await;
         }
-        let _ = status.progress(api, repo, 2).await;
+        let _ = status.progress(api, repo, Stage::Agent).await;
 
         let prompt = std::mem::take(&mut work.prompt);
         let finished = self
             .agent(claimed, &copy, &work.prompts, prompt, steps)
             .await?;
-        steps.done("agent");
+        steps.done(Stage::Agent);
         if work.plan_only {
             // A plan changes nothing: what the agent wrote is thrown away.
             return Ok(Done::Planned {
                 plan: finished.summary,
             });
         }
-        let _ = status.progress(api, repo, 3).await;
+        let _ = status.progress(api, repo, Stage::Publish).await;
 
         let published = self.publish(claimed, &work, copy, &finished).await?;
-        steps.done("gate, commit and push");
+        steps.done(Stage::Publish);
 
         let answer = Answer {
             claimed,
@@ -113,10 +114,10 @@ impl Steps {
         }
     }
 
-    pub fn done(&mut self, step: &str) {
+    pub fn done(&mut self, stage: Stage) {
         let now = Instant::now();
         self.list
-            .push(json!({"step": step, "ms": (now - self.last).as_millis() as u64}));
+            .push(json!({"step": stage.name(), "ms": (now - self.last).as_millis() as u64}));
         self.last = now;
     }
 }

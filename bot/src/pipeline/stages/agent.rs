@@ -65,7 +65,7 @@ impl Pipeline {
             task: prompt,
         };
         let started = session.start().await.map_err(Failure::infra)?;
-        steps.done("sandbox");
+        steps.done(super::Stage::Sandbox);
         let report = started.run(&mut transcript).await;
         match report.outcome {
             Outcome::Finished {

@@ -14,6 +14,7 @@ use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
+use super::Stage;
 use crate::agent::tools::ThreadReply;
 use crate::store::ClaimedJob;
 
@@ -102,14 +103,14 @@ impl Pipeline {
                     .await
                     .map_err(Failure::forge)?;
             }
-            steps.done("replies");
+            steps.done(Stage::Replies);
             return Ok(Done::PullRequest {
                 number: pr.number,
                 url: pr.url,
                 updated: true,
             });
         }
-        let _ = status.progress(api, repo, 5).await;
+        let _ = status.progress(api, repo, Stage::PullRequest).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &published.summary,
             closes: claimed.job.target,
@@ -138,7 +139,7 @@ impl Pipeline {
         if let Err(error) = api.request_review(repo, pr.number, &reviewer).await {
             warn!(%error, "requesting a review failed");
         }
-        steps.done("pull request");
+        steps.done(Stage::PullRequest);
         Ok(Done::PullRequest {
             number: pr.number,
             url: pr.url,
