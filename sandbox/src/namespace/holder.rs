@@ -488,7 +488,18 @@ pub(crate) fn limit_ptys(pid: i32) -> std::io::Result<()> {
 /// of host kernel memory with 25 listeners. The product with the open
 /// files a sandbox may have still bounds it only loosely (see
 /// docs/security.md).
-pub const MAX_ACCEPT_BACKLOG: u32 = 64;
+pub const MAX_ACCEPT_BACKLOG: u32 = 16;
+
+/// `net.ipv4.tcp_rmem` in the sandbox's network namespace: what a new
+/// connection's receive buffer starts at (16 KiB, the host's being 128
+/// KiB) is what a connection waiting to be accepted can hold of what its
+/// client sent, uncharged; autotuning still grows an accepted one's up
+/// to the maximum as it is read.
+pub const TCP_RMEM: &str = "4096 16384 4194304";
+
+/// `net.ipv4.tcp_wmem` likewise: a client that sends and closes leaves
+/// an orphaned socket holding what it could not deliver.
+pub const TCP_WMEM: &str = "4096 16384 4194304";
 
 /// Sets `net.core.somaxconn` in the sandbox's network namespace to
 /// [`MAX_ACCEPT_BACKLOG`], from a child that joins it (root on the host
@@ -496,30 +507,37 @@ pub const MAX_ACCEPT_BACKLOG: u32 = 64;
 /// namespace of whoever opens it). Before the sandbox is handed out.
 pub(crate) fn limit_backlog(pid: i32) -> std::io::Result<()> {
     let ns = File::open(format!("/proc/{pid}/ns/net"))?;
-    let value = format!("{MAX_ACCEPT_BACKLOG}\n");
+    let settings: [(&std::ffi::CStr, String); 3] = [
+        (
+            c"/proc/sys/net/core/somaxconn",
+            format!("{MAX_ACCEPT_BACKLOG}\n"),
+        ),
+        (c"/proc/sys/net/ipv4/tcp_rmem", format!("{TCP_RMEM}\n")),
+        (c"/proc/sys/net/ipv4/tcp_wmem", format!("{TCP_WMEM}\n")),
+    ];
     in_child(|| unsafe {
         if libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
             return 1;
         }
-        let fd = libc::open(
-            c"/proc/sys/net/core/somaxconn".as_ptr(),
-            libc::O_WRONLY | libc::O_CLOEXEC,
-        );
-        if fd < 0 {
-            return 2;
+        for (n, (path, value)) in settings.iter().enumerate() {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return 2 + n as i32;
+            }
+            let written = libc::write(fd, value.as_ptr().cast(), value.len());
+            libc::close(fd);
+            if written != value.len() as isize {
+                return 2 + n as i32;
+            }
         }
-        let written = libc::write(fd, value.as_ptr().cast(), value.len());
-        libc::close(fd);
-        if written == value.len() as isize {
-            0
-        } else {
-            2
-        }
+        0
     })
     .map_err(|code| {
         std::io::Error::other(match code {
-            1 => "joining the sandbox's network namespace failed",
-            _ => "setting net.core.somaxconn in the sandbox's network namespace failed",
+            1 => "joining the sandbox's network namespace failed".to_owned(),
+            2 => "setting net.core.somaxconn in the sandbox's network namespace failed".to_owned(),
+            _ => "setting net.ipv4.tcp_rmem or tcp_wmem in the sandbox's network namespace failed"
+                .to_owned(),
         })
     })
 }

@@ -16,7 +16,7 @@ mod landlock;
 pub(crate) mod open_files;
 pub mod seccomp;
 
-pub use holder::{MASKED_DIRS, MASKED_FILES, MAX_ACCEPT_BACKLOG, MAX_PTYS, READ_ONLY};
+pub use holder::{MASKED_DIRS, MASKED_FILES, MAX_ACCEPT_BACKLOG, MAX_PTYS, READ_ONLY, TCP_RMEM};
 pub use host_tables::host_warnings;
 pub use identity::{HostIdentity, DEFAULT_HOST_USER};
 

@@ -530,6 +530,7 @@ pub async fn accept_queues_stop_at_the_sandboxs_own_maximum(ctx: &Ctx) {
     let script = r#"
 import socket, select, errno
 print("somaxconn=" + open("/proc/sys/net/core/somaxconn").read().strip())
+print("tcp_rmem=" + " ".join(open("/proc/sys/net/ipv4/tcp_rmem").read().split()))
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen(4096)
 port = srv.getsockname()[1]
 clients = []
@@ -543,6 +544,11 @@ print(f"queued={done}")
     let report = python(ctx, script).await;
     let cap = forgehand_sandbox::namespace::MAX_ACCEPT_BACKLOG;
     assert_eq!(value(&report, "somaxconn"), cap.to_string(), "{report}");
+    assert_eq!(
+        value(&report, "tcp_rmem"),
+        forgehand_sandbox::namespace::TCP_RMEM,
+        "{report}"
+    );
     let queued: u32 = value(&report, "queued").parse().unwrap();
     // The kernel lets one past the backlog in.
     assert!(queued <= cap + 1, "{queued} connections queued: {report}");
