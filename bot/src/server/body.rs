@@ -89,7 +89,7 @@ pub enum BodyError {
     Unreadable,
 }
 
-/// Chunks smaller than this are copied (see [`read`]).
+/// Chunks smaller than this are gathered into one buffer (see [`read`]).
 const SMALL_CHUNK: usize = 16 << 10;
 /// What keeping one chunk costs besides its bytes (its handle and the
 /// allocator's bookkeeping), held against the budget too.
@@ -119,8 +119,16 @@ pub async fn read(
     // 64 MiB, send nothing, and hold the budget signed deliveries need),
     // and the chunks are kept as they came, so a body that stalls halfway
     // holds what it sent, not a buffer grown ahead of it.
+    // What has arrived is held as it arrives, never a declared length (a
+    // caller without the secret could declare 64 MiB, send nothing, and
+    // hold the budget signed deliveries need) nor a buffer grown far
+    // ahead: large chunks are kept as they came, small ones gathered into
+    // one buffer (held at its capacity), so that a body sent a byte a
+    // chunk costs its sender about what it costs the host.
     let mut held = Held::none(budget);
     let mut chunks: Vec<axum::body::Bytes> = Vec::new();
+    let mut kept = 0usize;
+    let mut small: Vec<u8> = Vec::new();
     let mut received = 0usize;
     loop {
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
@@ -136,16 +144,27 @@ pub async fn read(
         if received > limit {
             return Err(BodyError::TooLarge);
         }
-        // A small chunk is copied out of the connection's read buffer,
-        // which it would otherwise keep alive whole; each chunk is held
-        // with what keeping it costs.
-        let data = if data.len() < SMALL_CHUNK {
-            axum::body::Bytes::copy_from_slice(&data)
+        if data.len() >= SMALL_CHUNK {
+            kept += data.len();
+            chunks.push(data);
         } else {
-            data
-        };
-        held.grow_to(received + (chunks.len() + 1) * CHUNK_OVERHEAD)?;
-        chunks.push(data);
+            if small.len() + data.len() > small.capacity() {
+                let want = (small.capacity() * 2)
+                    .max(small.len() + data.len())
+                    .max(256);
+                held.grow_to(kept + want + (chunks.len() + 1) * CHUNK_OVERHEAD)?;
+                small.reserve_exact(want - small.len());
+            }
+            small.extend_from_slice(&data);
+            if small.len() >= SMALL_CHUNK {
+                kept += small.len();
+                chunks.push(axum::body::Bytes::from(std::mem::take(&mut small)));
+            }
+        }
+        held.grow_to(kept + small.capacity() + chunks.len() * CHUNK_OVERHEAD)?;
+    }
+    if !small.is_empty() {
+        chunks.push(axum::body::Bytes::from(small));
     }
     // One buffer for the whole body, made once it is all there.
     let bytes = match chunks.len() {
@@ -177,17 +196,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_is_held_against_the_budget_while_it_lives() {
-        let budget = BodyBudget::new(200);
+        // A small body is gathered into a buffer of at least 256 bytes.
+        let budget = BodyBudget::new(500);
         let body = read(Body::from(vec![b'x'; 60]), 80, &budget, soon())
             .await
             .unwrap();
         assert_eq!(body.len(), 60);
-        assert_eq!(budget.available(), 200 - 60 - CHUNK_OVERHEAD);
+        assert_eq!(budget.available(), 500 - 256 - CHUNK_OVERHEAD);
         // A second one does not fit beside it.
         let second = read(Body::from(vec![b'x'; 60]), 80, &budget, soon()).await;
         assert_eq!(second.err(), Some(BodyError::Busy));
         drop(body);
-        assert_eq!(budget.available(), 200);
+        assert_eq!(budget.available(), 500);
     }
 
     #[tokio::test]
@@ -290,6 +310,31 @@ mod tests {
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!((64 << 20) - budget.available(), sent + CHUNK_OVERHEAD);
+        task.abort();
+    }
+
+    /// Red-team round 4: a body sent one byte a chunk was held at 65
+    /// bytes a byte; 1 MiB of body filled the 64 MiB budget.
+    #[tokio::test]
+    async fn a_body_sent_a_byte_a_chunk_holds_about_what_it_sent() {
+        let budget = BodyBudget::new(64 << 20);
+        let sent = 100_000usize;
+        let bytes = stream::iter(
+            (0..sent).map(|_| Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"x"))),
+        )
+        .chain(stream::pending());
+        let task = {
+            let budget = budget.clone();
+            tokio::spawn(
+                async move { read(Body::from_stream(bytes), 32 << 20, &budget, soon()).await },
+            )
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let held = (64 << 20) - budget.available();
+        assert!(
+            held >= sent && held <= 2 * sent + 4096,
+            "{held} bytes held for {sent} sent"
+        );
         task.abort();
     }
 
