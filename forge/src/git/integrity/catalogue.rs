@@ -577,6 +577,59 @@ pub static CATALOGUE: &[Rule] = &[
         ".aider.conf.yml",
     ),
     row("**/*.sublime-project", "Sublime Text projects", "build systems the editor runs", "x.sublime-project"),
+    // The fourth red team's siblings.
+    row(
+        "{.gitlab-ci.d/**,wercker.yml,.screwdriver.yaml,.harness/**,ci/pipeline.yml,dagger.json,.dagger/**}",
+        "more CI definitions (GitLab includes, Wercker, Screwdriver, Harness, Concourse, Dagger)",
+        CI,
+        ".harness/pipeline.yaml",
+    ),
+    row(
+        "**/{.goreleaser.yaml,.goreleaser.yml,goreleaser.yaml,goreleaser.yml,.releaserc,.releaserc.*,.release-it.*,cliff.toml,.bumpversion.cfg,.cz.toml,cz.toml}",
+        "release tools (GoReleaser, semantic-release, release-it, git-cliff, bumpversion, commitizen)",
+        "run hooks in CI with the tokens that publish releases",
+        ".goreleaser.yaml",
+    ),
+    row(".changeset/config.json", "Changesets", "names the code that writes changelogs in CI", ".changeset/config.json"),
+    row("**/*.pth", "Python path files", "the interpreter runs their `import` lines at every start", "evil.pth"),
+    row(
+        "{install.sh,**/bootstrap.sh,**/autogen.sh,.pre-commit-hooks.yaml}",
+        "install and bootstrap scripts, pre-commit hook definitions",
+        "what developers and CI run first",
+        "autogen.sh",
+    ),
+    row(
+        "**/{meson_options.txt,meson.options,SConstruct,SConscript,wscript,nodemon.json,lerna.json,nx.json,turbo.json}",
+        "Meson options, SCons, waf, nodemon, Lerna, Nx and Turborepo",
+        "a build entry point, or the commands a task runner runs",
+        "SConstruct",
+    ),
+    row("**/*.config.*.{js,cjs,mjs,ts}", "JavaScript tools' configuration code with a loader", "the tool runs it (`webpack.config.babel.js`)", "webpack.config.babel.js"),
+    row(
+        "**/{.sdkmanrc,.nvmrc,.node-version,.ruby-version,.python-version,.java-version}",
+        "interpreter and SDK pins",
+        "which toolchain version managers install and put on the path",
+        ".nvmrc",
+    ),
+    row("{.replit,replit.nix,.helix/**}", "Replit and Helix", "commands and language servers they run", ".replit"),
+    row(
+        "{app.json,fly.toml,render.yaml,railway.json,railway.toml,nixpacks.toml,helmfile.yaml,Procfile.*}",
+        "deploy platforms (Heroku, Fly, Render, Railway, Nixpacks, Helmfile)",
+        "build, release and deploy commands the platform runs",
+        "fly.toml",
+    ),
+    row(
+        "{.windsurf,.trae,.openhands,.qwen,.kilocode}/**",
+        "more coding agents' rules, MCP servers and setup scripts (OpenHands runs `.openhands/setup.sh`)",
+        "what an agent is told and which programs it starts",
+        ".openhands/setup.sh",
+    ),
+    row(
+        "{**/AGENT.md,QWEN.md,CRUSH.md,.crush.json,.augment-guidelines}",
+        "more coding agents' instructions",
+        "what an agent is told",
+        "AGENT.md",
+    ),
 ];
 
 /// Paths in the git directory: changed there, they are tamper.

@@ -503,6 +503,88 @@ fn the_siblings_the_third_red_team_found_are_sensitive() {
     assert_eq!(found, expected);
 }
 
+/// The fourth red team's list (release tools, deploy platforms, more CI,
+/// build entry points and agents' files); `go.sum` (checksums) and
+/// `tools.go` (source) stay ordinary.
+#[test]
+fn the_siblings_the_fourth_red_team_found_are_sensitive() {
+    let repo = Repo::new();
+    let files: &[&str] = &[
+        ".gitlab-ci.d/x.yml",
+        "wercker.yml",
+        ".screwdriver.yaml",
+        "ci/pipeline.yml",
+        ".harness/pipeline.yaml",
+        "dagger.json",
+        ".dagger/main.go",
+        ".goreleaser.yaml",
+        ".goreleaser.yml",
+        "goreleaser.yaml",
+        ".releaserc",
+        ".release-it.json",
+        ".changeset/config.json",
+        "cliff.toml",
+        ".bumpversion.cfg",
+        ".cz.toml",
+        "evil.pth",
+        ".pre-commit-hooks.yaml",
+        "install.sh",
+        "bootstrap.sh",
+        "autogen.sh",
+        "meson_options.txt",
+        "SConstruct",
+        "SConscript",
+        "wscript",
+        ".sdkmanrc",
+        ".nvmrc",
+        "lerna.json",
+        "nx.json",
+        "turbo.json",
+        "webpack.config.babel.js",
+        "nodemon.json",
+        ".ruby-version",
+        ".replit",
+        "replit.nix",
+        ".helix/languages.toml",
+        "app.json",
+        "fly.toml",
+        "render.yaml",
+        "railway.json",
+        "nixpacks.toml",
+        "helmfile.yaml",
+        "Procfile.dev",
+        ".windsurf/rules/x.md",
+        ".augment-guidelines",
+        ".trae/rules/x.md",
+        "AGENT.md",
+        ".openhands/setup.sh",
+        ".openhands/microagents/repo.md",
+        "QWEN.md",
+        ".qwen/settings.json",
+        "CRUSH.md",
+        ".crush.json",
+        ".kilocode/mcp.json",
+        ".kilocode/rules/x.md",
+    ];
+    let found = repo.after(|r| {
+        for path in files {
+            r.write(path, "x\n");
+        }
+        r.write("go.sum", "x\n");
+        r.write("tools.go", "package tools\n");
+    });
+    let mut expected: Vec<String> = files
+        .iter()
+        .map(|path| format!("Sensitive {path} Added"))
+        .collect();
+    expected.sort();
+    let mut found = found;
+    found.sort();
+    let missing: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
+    assert!(missing.is_empty(), "not listed: {missing:#?}");
+    assert_eq!(found, expected);
+}
+
 #[test]
 fn a_cargo_manifest_counts_only_when_its_build_or_dependency_keys_change() {
     let repo = Repo::new();
