@@ -5,8 +5,8 @@ use forgehand_forge::{
     Actor, CommentAction, Event, ForgeKind, Issue, IssueAction, PullRequest, Repo,
 };
 
-use crate::command::{self, Command};
-use crate::job::{Job, JobCommand, Task};
+use crate::command::{self, Addressed};
+use crate::job::{Job, Task};
 
 /// Who the bot is on the forge, and the label that summons it.
 #[derive(Debug, Clone)]
@@ -242,10 +242,9 @@ fn on_comment(
         return ignore("the comment has no command and does not mention the bot");
     };
     let (task, detail) = match first {
-        Command::Request { text } => (Task::Request { text, comment_id }, "mention".to_owned()),
-        other => {
-            let command = job_command(other);
-            let detail = format!("command:{}", command.name());
+        Addressed::Request { text } => (Task::Request { text, comment_id }, "mention".to_owned()),
+        Addressed::Command(command) => {
+            let detail = format!("command:{}", command.code());
             (
                 Task::Command {
                     command,
@@ -287,19 +286,6 @@ fn on_review(
         task,
         &detail,
     )
-}
-
-fn job_command(command: Command) -> JobCommand {
-    match command {
-        Command::Fix { instructions } => JobCommand::Fix { instructions },
-        Command::Plan { instructions } => JobCommand::Plan { instructions },
-        Command::Retry => JobCommand::Retry,
-        Command::Stop => JobCommand::Stop,
-        Command::Go => JobCommand::Go,
-        Command::Help => JobCommand::Help,
-        Command::AllowSensitive => JobCommand::AllowSensitive,
-        Command::Request { .. } => unreachable!("requests are matched before commands"),
-    }
 }
 
 fn act(

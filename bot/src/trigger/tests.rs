@@ -1,7 +1,7 @@
 use forgehand_forge::{IssueState, ReviewState};
 
 use super::*;
-use crate::job::{JobCommand, Task};
+use crate::job::{Command, Task};
 
 fn bot() -> BotIdentity {
     BotIdentity {
@@ -188,7 +188,7 @@ fn a_mention_becomes_a_request_and_a_slash_command_a_command() {
     assert_eq!(
         job.task,
         Task::Command {
-            command: JobCommand::Retry,
+            command: Command::Retry,
             comment_id: 55
         }
     );

@@ -3,44 +3,29 @@
 //! review thread; otherwise the pull request, with whoever asked as its
 //! reviewer.
 
-use std::time::Instant;
-
-use forgehand_forge::api::{CommitStatus, ForgeApi, NewPullRequest, RepoRef, StatusState};
+use forgehand_forge::api::{CommitStatus, NewPullRequest, StatusState};
 use tracing::warn;
 
-use super::super::status::{self, StatusComment};
-use super::super::work::{Done, Steps, Work};
+use super::super::run::JobRun;
+use super::super::status;
+use super::super::work::{Done, Work};
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
 use super::Stage;
 use crate::agent::tools::ThreadReply;
-use crate::store::ClaimedJob;
 
-/// What answering needs of the job and the stages before it.
-pub(in crate::pipeline) struct Answer<'a> {
-    pub claimed: &'a ClaimedJob,
-    pub api: &'a dyn ForgeApi,
-    pub repo: &'a RepoRef,
-    pub status: &'a StatusComment,
+/// What answering needs of the stages before it.
+pub(in crate::pipeline) struct Answer {
     pub work: Work,
     pub finished: Finished,
     pub published: Published,
-    pub started: Instant,
 }
 
-impl<'a> Answer<'a> {
+impl Answer {
     /// The answer for a commit an earlier attempt of the job pushed.
-    pub(in crate::pipeline) fn resumed(
-        claimed: &'a ClaimedJob,
-        api: &'a dyn ForgeApi,
-        repo: &'a RepoRef,
-        status: &'a StatusComment,
-        work: Work,
-        resumed: Resumed,
-        started: Instant,
-    ) -> Self {
+    pub(in crate::pipeline) fn resumed(work: Work, resumed: Resumed) -> Self {
         let finished = Finished {
             title: resumed.title.clone(),
             summary: resumed.summary.clone(),
@@ -57,14 +42,9 @@ impl<'a> Answer<'a> {
             summary: resumed.summary,
         };
         Answer {
-            claimed,
-            api,
-            repo,
-            status,
             work,
             finished,
             published,
-            started,
         }
     }
 }
@@ -72,19 +52,15 @@ impl<'a> Answer<'a> {
 impl Pipeline {
     pub(in crate::pipeline) async fn answer(
         &self,
-        answer: Answer<'_>,
-        steps: &mut Steps,
+        run: &mut JobRun<'_>,
+        answer: Answer,
     ) -> Result<Done, Failure> {
         let Answer {
-            claimed,
-            api,
-            repo,
-            status,
             work,
             finished,
             published,
-            started,
         } = answer;
+        let (claimed, api, repo) = (run.claimed, run.api, run.repo);
         // Not worth failing the job over.
         let checked = CommitStatus {
             state: StatusState::Success,
@@ -103,14 +79,14 @@ impl Pipeline {
                     .await
                     .map_err(Failure::forge)?;
             }
-            steps.done(Stage::Replies);
+            run.steps.done(Stage::Replies);
             return Ok(Done::PullRequest {
                 number: pr.number,
                 url: pr.url,
                 updated: true,
             });
         }
-        let _ = status.progress(api, repo, Stage::PullRequest).await;
+        run.progress(Stage::PullRequest).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &published.summary,
             closes: claimed.job.target,
@@ -120,7 +96,7 @@ impl Pipeline {
             isolation: &self.isolation,
             cost_usd: finished.cost_usd,
             turns: finished.turns,
-            duration: started.elapsed(),
+            duration: run.started.elapsed(),
         });
         let new = NewPullRequest {
             title: &published.title,
@@ -139,7 +115,7 @@ impl Pipeline {
         if let Err(error) = api.request_review(repo, pr.number, &reviewer).await {
             warn!(%error, "requesting a review failed");
         }
-        steps.done(Stage::PullRequest);
+        run.steps.done(Stage::PullRequest);
         Ok(Done::PullRequest {
             number: pr.number,
             url: pr.url,

@@ -252,7 +252,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::store::Outcome;
+    use crate::Outcome;
 
     /// An intake log in memory whose syncs wait for the test to let them go.
     #[derive(Default)]

@@ -1,11 +1,11 @@
 //! Recording deliveries in batches: the group commit must give every
 //! delivery in a batch the answer it would get alone.
 
-use forgehand_bot::job::{Job, Task};
-use forgehand_bot::store::{
+use forgehand_forge::{ForgeKind, Repo};
+use forgehand_store::job::{Job, Task};
+use forgehand_store::{
     CompressedPayload, DeliveryQuery, NewDelivery, Outcome, Recorded, SqliteStore, Store,
 };
-use forgehand_forge::{ForgeKind, Repo};
 use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
@@ -138,7 +138,7 @@ async fn a_batch_larger_than_one_statement_is_recorded_whole() {
     }
     let counts = store.job_counts().await.unwrap();
     assert!(
-        counts.contains(&(forgehand_bot::store::JobState::Queued, 600)),
+        counts.contains(&(forgehand_store::JobState::Queued, 600)),
         "{counts:?}"
     );
 }
@@ -284,7 +284,7 @@ async fn intake_inserts_build_no_temporary_btree() {
 #[tokio::test]
 async fn the_open_intake_transaction_is_all_or_nothing() {
     let (store, _dir) = store().await;
-    let ids = |rows: Vec<forgehand_bot::store::DeliveryRow>| {
+    let ids = |rows: Vec<forgehand_store::DeliveryRow>| {
         let mut ids: Vec<_> = rows.into_iter().filter_map(|r| r.delivery_id).collect();
         ids.sort();
         ids
@@ -324,7 +324,7 @@ async fn the_open_intake_transaction_is_all_or_nothing() {
 /// 10 s busy timeout or fail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
-    use forgehand_bot::store::{Finish, IntakeWriter};
+    use forgehand_store::{Finish, IntakeWriter};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
@@ -397,7 +397,7 @@ async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
 /// (up to SQLite's 10 s busy timeout), with every webhook waiting behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
-    use forgehand_bot::store::IntakeWriter;
+    use forgehand_store::IntakeWriter;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -447,4 +447,56 @@ async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
         slowest < Duration::from_millis(500),
         "a delivery waited {slowest:?} while a reader held a transaction ({sent} recorded)"
     );
+}
+
+/// What cancelled a job is kept in its own column, whatever its error
+/// text says: a newer request supersedes, a stop stops; and a database
+/// from before the column had it filled in from the error text.
+#[tokio::test]
+async fn a_cancelled_job_keeps_its_cause() {
+    use forgehand_store::{CancelCause, JobLedger};
+    let (store, _dir) = store().await;
+    let recorded = store
+        .record_deliveries(&[delivery("x", Outcome::Accepted, 3)])
+        .await
+        .unwrap();
+    let Recorded::New { jobs, .. } = &recorded[0] else {
+        panic!("{recorded:?}")
+    };
+    let target = "github:acme/widgets#1";
+    assert_eq!(
+        store.supersede_waiting(target, jobs[1]).await.unwrap(),
+        vec![jobs[0]]
+    );
+    assert_eq!(
+        store
+            .request_stop(target, jobs[2] + 1, "stopped by @m")
+            .await
+            .unwrap(),
+        vec![jobs[1], jobs[2]]
+    );
+    let history = store.target_history(target, 10).await.unwrap();
+    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
+    assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
+    assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));
+    let listed = store.job(jobs[0]).await.unwrap().unwrap();
+    assert_eq!(listed.job.cancel_cause, Some(CancelCause::Superseded));
+    let shown = serde_json::to_value(&listed).unwrap();
+    assert_eq!(shown["cancel_cause"], "superseded");
+    assert_eq!(shown["kind"], "assigned");
+
+    // Before migration 0007: the cause was only in the error text.
+    let pool = store.pool();
+    sqlx::query("UPDATE jobs SET cancel_cause = NULL")
+        .execute(pool)
+        .await
+        .unwrap();
+    let backfill = include_str!("../migrations/0007_cancel_cause.sql");
+    let backfill = backfill.split_once(";\n").unwrap().1;
+    sqlx::raw_sql(backfill).execute(pool).await.unwrap();
+    let history = store.target_history(target, 10).await.unwrap();
+    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
+    assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
 }

@@ -1,11 +1,19 @@
-//! Durable storage: deliveries, jobs and their runs. Everything above this
-//! module talks to the [`Store`] trait, the one seam where a PostgreSQL
-//! implementation (claiming with `FOR UPDATE SKIP LOCKED`) slots in beside
-//! [`SqliteStore`] for deployments with several replicas.
+//! Durable storage: deliveries, jobs and their runs, and the typed jobs
+//! themselves ([`job`]). Everything above this crate talks to the
+//! [`Store`] trait; a job's handler sees only its narrow part,
+//! [`JobLedger`]. The trait is the seam where a PostgreSQL implementation
+//! (claiming with `FOR UPDATE SKIP LOCKED`) slots in beside
+//! [`SqliteStore`] for deployments with several replicas, in a crate of
+//! its own: sqlx checks a crate's queries against one database, and every
+//! query here is checked against SQLite at compile time (`query_file!`
+//! over `queries/`, with the offline data in `.sqlx/`; see
+//! `scripts/sqlx-prepare.sh`).
 
 mod intake;
+pub mod job;
 mod rows;
 mod sqlite;
+pub mod time;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::job::Job;
+use crate::job::{Job, JobKind};
 pub use intake::IntakeWriter;
 pub use rows::*;
 pub use sqlite::SqliteStore;
@@ -165,7 +173,7 @@ pub struct InstallationRow {
 /// only writes.
 #[derive(Debug, Clone)]
 pub struct NewJob {
-    pub kind: String,
+    pub kind: JobKind,
     pub target_key: String,
     /// The [`Job`] as JSON.
     pub payload: String,
@@ -195,6 +203,21 @@ pub struct TargetJob {
     pub error: Option<String>,
     /// The stop or newer request that ended it.
     pub stopped_by: Option<i64>,
+    /// Why it was cancelled, when it was.
+    pub cancel_cause: Option<CancelCause>,
+}
+
+/// What cancelled a job: kept in a column of its own, never read back
+/// out of its error text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+pub enum CancelCause {
+    /// `/forgehand stop`.
+    Stopped,
+    /// A newer request on the same target, from someone who may command
+    /// the bot, while it waited.
+    Superseded,
 }
 
 /// A delivery body, compressed with LZ4. Webhook bodies are repetitive
@@ -316,6 +339,24 @@ impl JobState {
     }
 }
 
+/// How one attempt (a row of `job_runs`) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+pub enum RunOutcome {
+    Succeeded,
+    Failed,
+    /// Failed, and tried again later.
+    Retry,
+    /// Failed on its last attempt.
+    Dead,
+    /// Given back at shutdown: the attempt does not count.
+    Released,
+    /// Its worker stopped heartbeating (crashed or hung).
+    Lost,
+    Cancelled,
+}
+
 /// A job this worker holds the lease of.
 #[derive(Debug, Clone)]
 pub struct ClaimedJob {
@@ -325,6 +366,8 @@ pub struct ClaimedJob {
     pub attempt: u32,
     pub max_attempts: u32,
     pub job: Job,
+    /// How the attempt before this one ended, if there was one.
+    pub last_error: Option<String>,
 }
 
 /// What [`Store::recover_expired_leases`] did.
@@ -358,6 +401,7 @@ pub enum Finish {
     },
     /// Given back unfinished (shutdown): the attempt does not count.
     Released,
+    /// Stopped on request while it ran.
     Cancelled {
         reason: String,
     },
@@ -416,8 +460,30 @@ pub trait SyncHandle: Send + Sync + 'static {
     fn sync(&self) -> StoreResult<()>;
 }
 
+/// What a job's handler may do with the store: read its target's
+/// history, cancel older waiting work, stop its target's work, keep its
+/// result. Nothing of the queue's own bookkeeping.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait JobLedger: Send + Sync + 'static {
+    /// The latest jobs of one target (`forge:owner/name#number`), newest first.
+    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>>;
+
+    /// A newer request (job `by`) whose sender may command the bot cancels
+    /// the target's older waiting work. Returns the ids cancelled.
+    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
+
+    /// `/forgehand stop` (job `by`): cancels the target's waiting work and
+    /// asks its running job to stop with `reason`. Returns the ids of the
+    /// jobs stopped, running ones first.
+    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>>;
+
+    /// Keeps what a job did before it failed (its steps, its reason code),
+    /// shown with the job like a success's result.
+    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()>;
+}
+
+#[async_trait]
+pub trait Store: JobLedger {
     /// The log deliveries are written to. The intake writer takes one and
     /// drives it from a thread of its own.
     fn intake_log(&self) -> StoreResult<Box<dyn IntakeLog>>;
@@ -452,27 +518,11 @@ pub trait Store: Send + Sync + 'static {
     /// had its last word: the queue gives it to them).
     async fn recover_expired_leases(&self) -> StoreResult<Recovered>;
 
-    /// `/forgehand stop` (job `by`): cancels the target's waiting work and
-    /// asks its running job to stop with `reason`. Returns the ids of the
-    /// jobs stopped, running ones first.
-    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>>;
-
-    /// A newer request (job `by`) whose sender may command the bot cancels
-    /// the target's older waiting work. Returns the ids cancelled.
-    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
-
-    /// Keeps what a job did before it failed (its steps, its reason code),
-    /// shown with the job like a success's result.
-    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()>;
-
     /// The GitHub App installations recorded from their webhooks.
     async fn installations(&self) -> StoreResult<Vec<InstallationRow>>;
 
     /// Why `job` was asked to stop (`/forgehand stop`), once it was.
     async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>>;
-
-    /// The latest jobs of one target (`forge:owner/name#number`), newest first.
-    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>>;
 
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>>;
     async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>>;

@@ -2,9 +2,10 @@
 
 use serde::Serialize;
 
-use super::{JobState, Outcome};
+use super::{CancelCause, JobState, Outcome, RunOutcome};
+use crate::job::JobKind;
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct DeliveryRow {
     pub id: i64,
     pub forge: String,
@@ -23,16 +24,15 @@ pub struct DeliveryRow {
     /// a replayed body's). Unset on duplicates recorded before it was kept.
     pub duplicate_of: Option<i64>,
     /// Jobs this delivery created (for a duplicate: the original's).
-    #[sqlx(skip)]
     pub jobs: Vec<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct JobRow {
     pub id: i64,
     pub delivery: Option<i64>,
-    pub kind: String,
-    #[sqlx(json)]
+    pub kind: JobKind,
+    /// The job as stored: the typed [`crate::job::Job`] as JSON.
     pub payload: serde_json::Value,
     pub target_key: String,
     pub state: JobState,
@@ -42,22 +42,24 @@ pub struct JobRow {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<i64>,
     pub last_error: Option<String>,
+    /// Why it was cancelled, when it was.
+    pub cancel_cause: Option<CancelCause>,
     /// What the handler returned, as JSON.
-    #[sqlx(json(nullable))]
     pub result: Option<serde_json::Value>,
     pub created_at: i64,
     pub updated_at: i64,
     pub finished_at: Option<i64>,
 }
 
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize)]
 pub struct JobRunRow {
     pub id: i64,
     pub attempt: i64,
     pub worker: String,
     pub started_at: i64,
     pub finished_at: Option<i64>,
-    pub outcome: Option<String>,
+    /// How it ended; none while it runs.
+    pub outcome: Option<RunOutcome>,
     pub error: Option<String>,
 }
 

@@ -9,12 +9,85 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, params_from_iter, Connection};
+use rusqlite::{params, params_from_iter, CachedStatement, Connection};
 
-use crate::store::{
+use crate::{
     CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery,
     Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
 };
+
+/// Every statement the intake runs (`queries/intake/`), prepared once
+/// when its connection opens (so that one the schema does not fit is an
+/// error at start-up) and kept in the connection's statement cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sql {
+    Begin,
+    Commit,
+    Checkpoint,
+    InsertDelivery,
+    ClaimDelivery,
+    FirstDelivery,
+    InsertJob,
+    ClaimDigest,
+    DigestOwner,
+    MarkReplay,
+    JobsOfDelivery,
+    UpsertInstallation,
+    ClearInstallationRepositories,
+    AddInstallationRepository,
+    RemoveInstallationRepository,
+}
+
+impl Sql {
+    pub(super) const ALL: [Sql; 15] = [
+        Sql::Begin,
+        Sql::Commit,
+        Sql::Checkpoint,
+        Sql::InsertDelivery,
+        Sql::ClaimDelivery,
+        Sql::FirstDelivery,
+        Sql::InsertJob,
+        Sql::ClaimDigest,
+        Sql::DigestOwner,
+        Sql::MarkReplay,
+        Sql::JobsOfDelivery,
+        Sql::UpsertInstallation,
+        Sql::ClearInstallationRepositories,
+        Sql::AddInstallationRepository,
+        Sql::RemoveInstallationRepository,
+    ];
+
+    pub(super) fn text(self) -> &'static str {
+        match self {
+            Sql::Begin => "BEGIN",
+            Sql::Commit => "COMMIT",
+            Sql::Checkpoint => "PRAGMA wal_checkpoint(PASSIVE)",
+            Sql::InsertDelivery => include_str!("../../queries/intake/insert_delivery.sql"),
+            Sql::ClaimDelivery => include_str!("../../queries/intake/claim_delivery.sql"),
+            Sql::FirstDelivery => include_str!("../../queries/intake/first_delivery.sql"),
+            Sql::InsertJob => include_str!("../../queries/intake/insert_job.sql"),
+            Sql::ClaimDigest => include_str!("../../queries/intake/claim_digest.sql"),
+            Sql::DigestOwner => include_str!("../../queries/intake/digest_owner.sql"),
+            Sql::MarkReplay => include_str!("../../queries/intake/mark_replay.sql"),
+            Sql::JobsOfDelivery => include_str!("../../queries/deliveries/jobs.sql"),
+            Sql::UpsertInstallation => include_str!("../../queries/intake/upsert_installation.sql"),
+            Sql::ClearInstallationRepositories => {
+                include_str!("../../queries/intake/clear_installation_repositories.sql")
+            }
+            Sql::AddInstallationRepository => {
+                include_str!("../../queries/intake/add_installation_repository.sql")
+            }
+            Sql::RemoveInstallationRepository => {
+                include_str!("../../queries/intake/remove_installation_repository.sql")
+            }
+        }
+    }
+}
+
+/// The prepared statement for `sql`.
+fn stmt(connection: &Connection, sql: Sql) -> rusqlite::Result<CachedStatement<'_>> {
+    connection.prepare_cached(sql.text())
+}
 
 pub(super) struct SqliteIntake {
     connection: Connection,
@@ -36,6 +109,10 @@ impl SqliteIntake {
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
              PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0; PRAGMA cache_size = -65536;",
         )?;
+        connection.set_prepared_statement_cache_capacity(2 * Sql::ALL.len());
+        for sql in Sql::ALL {
+            stmt(&connection, sql)?;
+        }
         Ok(SqliteIntake {
             connection,
             max_attempts,
@@ -48,7 +125,7 @@ impl SqliteIntake {
         // Whether a transaction is open is asked of SQLite, which also
         // ends one on some errors by itself.
         if self.connection.is_autocommit() {
-            self.connection.prepare_cached("BEGIN")?.execute([])?;
+            stmt(&self.connection, Sql::Begin)?.execute([])?;
         }
         // No savepoint (it would copy every page it touches): a failure
         // rolls back the whole open batch, which the caller writes again.
@@ -64,7 +141,7 @@ impl SqliteIntake {
 
     fn commit(&mut self) -> StoreResult<()> {
         if !self.connection.is_autocommit() {
-            self.connection.prepare_cached("COMMIT")?.execute([])?;
+            stmt(&self.connection, Sql::Commit)?.execute([])?;
         }
         if self.last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
             self.checkpoint();
@@ -91,15 +168,15 @@ impl SqliteIntake {
     /// grows until the reader is done and a later round catches up.
     fn checkpoint(&mut self) {
         self.last_checkpoint = Instant::now();
-        let done = self
-            .connection
-            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        let done = stmt(&self.connection, Sql::Checkpoint).and_then(|mut checkpoint| {
+            checkpoint.query_row([], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
                 ))
-            });
+            })
+        });
         match done {
             Ok((0, in_wal, copied)) if copied >= in_wal => {}
             Ok((_, in_wal, copied)) => tracing::debug!(
@@ -121,14 +198,11 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
     // makes SQLite build a temporary table per statement: on this path
     // that doubled the cost of a row.
     let delivery = if claims_id {
-        let mut claim = tx.prepare_cached(CLAIM_DELIVERY)?;
+        let mut claim = stmt(tx, Sql::ClaimDelivery)?;
         let inserted = claim.execute(params_from_iter(delivery_params(d, d.outcome, None)))?;
         if inserted == 0 {
-            let first: i64 = tx.query_row(
-                super::FIRST_DELIVERY,
-                params![d.forge, d.delivery_id],
-                |r| r.get(0),
-            )?;
+            let first: i64 = stmt(tx, Sql::FirstDelivery)?
+                .query_row(params![d.forge, d.delivery_id], |r| r.get(0))?;
             let delivery = insert_delivery(tx, d, Outcome::Duplicate, Some(first))?;
             return duplicate(tx, delivery, first, DuplicateOf::DeliveryId);
         }
@@ -142,16 +216,13 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
     } else {
         insert_delivery(tx, d, d.outcome, None)?
     };
-    let mut insert_job = tx.prepare_cached(
-        "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at, supersedable) \
-         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6, ?7)",
-    )?;
+    let mut insert_job = stmt(tx, Sql::InsertJob)?;
     let mut jobs = Vec::with_capacity(d.jobs.len());
     for job in &d.jobs {
         let supersedable = job.supersedable;
         insert_job.execute(params![
             delivery,
-            job.kind,
+            job.kind.as_str(),
             job.payload,
             job.target_key,
             max_attempts,
@@ -174,10 +245,7 @@ fn claim_digest(
     d: &NewDelivery,
     delivery: i64,
 ) -> StoreResult<Option<i64>> {
-    let mut claim = tx.prepare_cached(
-        "INSERT INTO payload_digests (signer, sha256, event, delivery, received_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (signer, sha256) DO NOTHING",
-    )?;
+    let mut claim = stmt(tx, Sql::ClaimDigest)?;
     let inserted = claim.execute(params![
         digest.signer,
         &digest.sha256[..],
@@ -188,8 +256,7 @@ fn claim_digest(
     if inserted == 1 {
         return Ok(None);
     }
-    let first = tx
-        .prepare_cached(super::DIGEST_OWNER)?
+    let first = stmt(tx, Sql::DigestOwner)?
         .query_row(params![digest.signer, &digest.sha256[..]], |r| r.get(0))?;
     Ok(Some(first))
 }
@@ -198,17 +265,13 @@ fn claim_digest(
 /// becomes a duplicate, which holds no delivery id and keeps no body, and
 /// nothing of the delivery (jobs, an installation's change) is applied.
 fn record_replay(tx: &Connection, delivery: i64, first: i64) -> StoreResult<Recorded> {
-    tx.prepare_cached(
-        "UPDATE deliveries SET outcome = 'duplicate', status_code = 200, reason = ?1, \
-         payload = NULL, duplicate_of = ?2 WHERE id = ?3",
-    )?
-    .execute(params![DuplicateOf::Payload.reason(), first, delivery])?;
+    stmt(tx, Sql::MarkReplay)?.execute(params![DuplicateOf::Payload.reason(), first, delivery])?;
     duplicate(tx, delivery, first, DuplicateOf::Payload)
 }
 
 /// The answer to a duplicate: the first delivery's jobs.
 fn duplicate(tx: &Connection, delivery: i64, first: i64, of: DuplicateOf) -> StoreResult<Recorded> {
-    let mut jobs = tx.prepare_cached(super::JOBS_OF_DELIVERY)?;
+    let mut jobs = stmt(tx, Sql::JobsOfDelivery)?;
     let jobs = jobs
         .query_map([first], |r| r.get(0))?
         .collect::<Result<Vec<i64>, _>>()?;
@@ -224,33 +287,20 @@ fn record_installation(tx: &Connection, change: &InstallationChange, now: i64) -
         InstallationUpdate::Repositories { .. } => None,
     };
     let id = change.id as i64;
-    tx.execute(
-        "INSERT INTO installations (id, account, state, updated_at) VALUES (?1, ?2, coalesce(?3, 'active'), ?4) \
-         ON CONFLICT (id) DO UPDATE SET account = ?2, state = coalesce(?3, state), updated_at = ?4",
-        params![id, change.account, state, now],
-    )?;
+    stmt(tx, Sql::UpsertInstallation)?.execute(params![id, change.account, state, now])?;
     let (added, removed): (&[String], &[String]) = match &change.update {
         InstallationUpdate::Installed { repositories } => {
-            tx.execute(
-                "DELETE FROM installation_repositories WHERE installation = ?1",
-                [id],
-            )?;
+            stmt(tx, Sql::ClearInstallationRepositories)?.execute([id])?;
             (repositories, &[])
         }
         InstallationUpdate::Repositories { added, removed } => (added, removed),
         _ => (&[], &[]),
     };
     for repo in added {
-        tx.execute(
-            "INSERT OR IGNORE INTO installation_repositories (installation, repository) VALUES (?1, ?2)",
-            params![id, repo],
-        )?;
+        stmt(tx, Sql::AddInstallationRepository)?.execute(params![id, repo])?;
     }
     for repo in removed {
-        tx.execute(
-            "DELETE FROM installation_repositories WHERE installation = ?1 AND repository = ?2",
-            params![id, repo],
-        )?;
+        stmt(tx, Sql::RemoveInstallationRepository)?.execute(params![id, repo])?;
     }
     Ok(())
 }
@@ -262,26 +312,10 @@ fn insert_delivery(
     outcome: Outcome,
     duplicate_of: Option<i64>,
 ) -> StoreResult<i64> {
-    let mut insert = tx.prepare_cached(INSERT_DELIVERY)?;
+    let mut insert = stmt(tx, Sql::InsertDelivery)?;
     insert.execute(params_from_iter(delivery_params(d, outcome, duplicate_of)))?;
     Ok(tx.last_insert_rowid())
 }
-
-macro_rules! insert_delivery_sql {
-    () => {
-        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, \
-         status_code, reason, repo, target, sender, detail, payload, received_at, duplicate_of) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
-    };
-}
-
-const INSERT_DELIVERY: &str = insert_delivery_sql!();
-
-/// Inserts nothing when the delivery id is already held.
-const CLAIM_DELIVERY: &str = concat!(
-    insert_delivery_sql!(),
-    " ON CONFLICT (forge, delivery_id) WHERE outcome IN ('accepted', 'ignored') DO NOTHING"
-);
 
 fn delivery_params(
     d: &NewDelivery,
