@@ -9,9 +9,12 @@
 
 mod orders;
 mod prepare;
+pub mod replies;
 mod run;
 mod stages;
 pub mod status;
+#[cfg(test)]
+mod texts;
 mod work;
 
 use std::sync::Arc;
@@ -420,10 +423,7 @@ impl Pipeline {
         if permission.can_write() {
             return Ok(true);
         }
-        let reply = format!(
-            "@{} thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.",
-            job.requested_by
-        );
+        let reply = replies::not_authorized(&job.requested_by);
         api.create_comment(repo, job.target, &reply)
             .await
             .map_err(forge_err)?;
@@ -448,10 +448,7 @@ impl Pipeline {
             .await
             .map_err(|e| JobError::retryable(e.to_string()))?;
         if stopped.is_empty() {
-            let reply = format!(
-                "@{} there is nothing to stop: no job of mine is running or waiting on #{}.",
-                job.requested_by, job.target
-            );
+            let reply = replies::nothing_to_stop(job);
             api.create_comment(repo, job.target, &reply)
                 .await
                 .map_err(forge_err)?;

@@ -3,10 +3,11 @@
 
 use forgehand_forge::ReviewState;
 
-use crate::job::{Command, Job, JobOutcome, JobResult, Task};
+use crate::job::{Command, JobOutcome, JobResult, Task};
 use crate::store::{CancelCause, ClaimedJob, JobLedger, JobState, StoreResult, TargetJob};
 
 use super::prepare::PlanStep;
+use super::replies;
 
 /// Work for the pipeline.
 pub(super) enum Order {
@@ -59,7 +60,7 @@ pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn JobLedger) -> Stor
                 allow_sensitive: false,
             },
             None => Resolved::Answer {
-                reply: unsupported(job),
+                reply: replies::unsupported(job),
                 outcome: JobOutcome::Unsupported,
             },
         }),
@@ -117,21 +118,6 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
     Some(order)
 }
 
-fn unsupported(job: &Job) -> String {
-    let what = match &job.task {
-        Task::Command {
-            command: Command::Plan { .. },
-            ..
-        } => "`/forgehand plan` works on issues; on a pull request, ask for the change itself",
-        _ if job.on_pull_request => "I did not find work in this request for a pull request",
-        _ => "I did not find work in this request",
-    };
-    format!(
-        "@{} {what}. `/forgehand help` lists what I understand.",
-        job.requested_by
-    )
-}
-
 /// Earlier work on the target, newest first: jobs whose task asks for work,
 /// leaving out the ones a newer request superseded.
 fn earlier_work(
@@ -154,10 +140,7 @@ async fn retry(
     let history = store.target_history(&job.target_key(), HISTORY).await?;
     let Some((last, order)) = earlier_work(&history, claimed.id).next() else {
         return Ok(Resolved::Answer {
-            reply: format!(
-                "@{} there is nothing to retry: I have not worked on #{} before.",
-                job.requested_by, job.target
-            ),
+            reply: replies::nothing_to_retry_yet(job),
             outcome: JobOutcome::NothingToRetry,
         });
     };
@@ -167,13 +150,7 @@ async fn retry(
             allow_sensitive,
         }),
         state => Ok(Resolved::Answer {
-            reply: format!(
-                "@{} there is nothing to retry: my last job on #{} (job {}) is {}.",
-                job.requested_by,
-                job.target,
-                last.id,
-                state.as_str()
-            ),
+            reply: replies::nothing_to_retry(job, last.id, state),
             outcome: JobOutcome::NothingToRetry,
         }),
     }
@@ -204,10 +181,7 @@ async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved
             allow_sensitive: false,
         },
         None => Resolved::Answer {
-            reply: format!(
-                "@{} there is no plan to go ahead with on #{}: ask `/forgehand plan` first.",
-                job.requested_by, job.target
-            ),
+            reply: replies::no_plan(job),
             outcome: JobOutcome::NoPlan,
         },
     })

@@ -128,7 +128,7 @@ impl Pipeline {
 /// them): "Done in <sha>." with the agent's note when it changed the code
 /// for it, the agent's reason when it did not, and "Done in <sha>." when
 /// the agent said nothing of that thread.
-fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
+pub(in crate::pipeline) fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
     match replies.iter().find(|r| r.thread == n) {
         Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
         Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),
