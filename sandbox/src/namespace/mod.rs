@@ -378,7 +378,7 @@ impl Inner {
                 })
                 .await
                 .map_err(internal)?;
-                stderr.bytes.extend_from_slice(
+                stderr.append_note(
                     b"\n[forgehand: the process limit was reached; the processes this command left running were killed]\n",
                 );
             }
