@@ -188,27 +188,6 @@ fn clip(text: String) -> String {
     )
 }
 
-#[cfg(test)]
-mod clip_tests {
-    use super::*;
-
-    #[test]
-    fn a_long_result_keeps_its_head_and_its_tail() {
-        let short = "all 3 tests passed\n".to_owned();
-        assert_eq!(clip(short.clone()), short);
-        let mut long: String = "é".repeat(40_000);
-        long.push_str("\n1 failed, 2 passed");
-        let clipped = clip(long);
-        assert!(clipped.starts_with("éé"));
-        assert!(
-            clipped.ends_with("\n1 failed, 2 passed"),
-            "the summary is kept"
-        );
-        assert!(clipped.contains("[forgehand: 10019 characters of this result left out here"));
-        assert!(clipped.chars().count() < MAX_TOOL_RESULT_CHARS + 200);
-    }
-}
-
 /// About four characters a token: what matters is the order of magnitude.
 pub fn estimate_tokens(messages: &[Message]) -> u64 {
     let chars: usize = messages
@@ -264,4 +243,25 @@ fn compact(messages: &mut [Message], budget: u64, transcript: &mut Transcript) -
         );
     }
     shortened
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_result_keeps_its_head_and_its_tail() {
+        let short = "all 3 tests passed\n".to_owned();
+        assert_eq!(clip(short.clone()), short);
+        let mut long: String = "é".repeat(40_000);
+        long.push_str("\n1 failed, 2 passed");
+        let clipped = clip(long);
+        assert!(clipped.starts_with("éé"));
+        assert!(
+            clipped.ends_with("\n1 failed, 2 passed"),
+            "the summary is kept"
+        );
+        assert!(clipped.contains("[forgehand: 10019 characters of this result left out here"));
+        assert!(clipped.chars().count() < MAX_TOOL_RESULT_CHARS + 200);
+    }
 }
