@@ -120,6 +120,15 @@ fn comments_and_trailing_commas_are_read() {
 }
 
 #[test]
+fn escaped_quotes_do_not_end_a_string() {
+    let text = r#"{ "postCreateCommand": ["echo", "say \"hi // no comment, ]", "\\"], }"#;
+    assert_eq!(
+        setup(text).as_deref(),
+        Some(r#"echo 'say "hi // no comment, ]' '\'"#)
+    );
+}
+
+#[test]
 fn no_commands_declare_no_setup() {
     assert_eq!(setup(r#"{ "image": "x" }"#), None);
     assert_eq!(
@@ -193,4 +202,21 @@ fn the_joined_line_is_bounded() {
     assert!(message.contains("together: the command is"), "{message}");
     let (_, message) = error("{\"postCreateCommand\": \"a\\u0000b\"}");
     assert!(message.contains("cannot contain a NUL"), "{message}");
+}
+
+#[test]
+fn deep_nesting_neither_crashes_nor_hides_a_command() {
+    let depth = 20_000;
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    // Skipped without recursion where it is not read...
+    let text = format!("{{\"customizations\": {nested}, \"postCreateCommand\": \"make\"}}");
+    assert_eq!(setup(&text).as_deref(), Some("make"));
+    // ...and a wrong type where it is.
+    let (_, message) = error(&format!("{{\"postCreateCommand\": {{\"a\": {nested}}}}}"));
+    assert!(
+        message.contains(
+            "postCreateCommand.a[0]: expected a string (one word of the command), found an array"
+        ),
+        "{message}"
+    );
 }

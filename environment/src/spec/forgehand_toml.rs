@@ -369,6 +369,24 @@ mod tests {
     }
 
     #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let depth = 20_000;
+        let text = format!(
+            "[environment]\npackages = {}{}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let (line, _, _) = error(&text);
+        assert_eq!(line, 2);
+    }
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        let (line, column, _) = error("environment = { test = \"über\", setup = 5 }\n");
+        assert_eq!((line, column), (1, 40));
+    }
+
+    #[test]
     fn non_utf8_is_an_error_at_its_line() {
         let mut bytes = b"[environment]\nsetup = \"caf".to_vec();
         bytes.push(0xe9);

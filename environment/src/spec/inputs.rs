@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, VecDeque};
 use super::{FilesError, RepoFiles, MAX_DETECT_BYTES};
 
 /// Lockfiles, manifests and package-manager settings at the root.
-const KNOWN: [&str; 23] = [
+const KNOWN: [&str; 25] = [
     "package.json",
     "package-lock.json",
     "npm-shrinkwrap.json",
@@ -29,6 +29,8 @@ const KNOWN: [&str; 23] = [
     ".yarnrc.yml",
     "requirements.txt",
     "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
     "uv.lock",
     "poetry.lock",
     ".python-version",

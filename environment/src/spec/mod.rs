@@ -37,7 +37,7 @@
 //! than its limit, whatever the repository holds.
 
 mod declared;
-mod detect;
+pub mod detect;
 mod devcontainer;
 mod error;
 mod forgehand_toml;
