@@ -11,6 +11,8 @@
 //! * [`hosts`]: the allow-list proposed from the host's own package
 //!   managers (`forgehand env hosts`).
 
+pub mod build;
+pub mod cache;
 pub mod egress;
 pub mod hosts;
 pub mod spec;
