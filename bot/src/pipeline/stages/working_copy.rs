@@ -88,9 +88,12 @@ impl Pipeline {
         // would be posted twice).
         let may_resume = work.follow_up.is_none();
         let prepared = tokio::task::spawn_blocking(move || {
+            // Retried within the call; what is left is worth another
+            // attempt only if waiting could fix it (not refused
+            // credentials, say).
             let mirror = mirrors
                 .update(&key, &source, &with)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| (e.to_string(), e.is_transient()))?;
             let pushed_before = mirror
                 .repo
                 .find_reference(&format!("refs/heads/{branch}"))
@@ -98,27 +101,27 @@ impl Pipeline {
             let (copy, expected) = if pushed_before {
                 let (copy, tip) = mirror
                     .follow_up_copy(&tree, &git_dir, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, Some(tip))
             } else {
                 let copy = mirror
                     .working_copy(&tree, &git_dir, &base, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, None)
             };
-            let before = gate::before(&copy, limits).map_err(|e| e.to_string())?;
+            let before = gate::before(&copy, limits).map_err(|e| (e.to_string(), true))?;
             let resumed = match expected {
                 Some(tip) if may_resume => resumed(&copy, tip, job_id, &bot_email),
                 _ => None,
             };
-            Ok::<_, String>((expected, before, resumed))
+            Ok::<_, (String, bool)>((expected, before, resumed))
         })
         .await
         .map_err(Failure::infra)?;
-        let (expected, before, resumed) = prepared.map_err(|e| Failure {
+        let (expected, before, resumed) = prepared.map_err(|(message, retryable)| Failure {
             reason: Reason::ForgeError,
-            message: e,
-            retryable: true,
+            message,
+            retryable,
         })?;
         Ok(WorkingCopy {
             job_dir,
