@@ -1,13 +1,14 @@
 //! Forgehand under faults, as a maintainer would meet them: the real
 //! `forgehand serve` against fake forges that fail calls (5xx, rate
-//! limits, answers lost after the change was made), hold a call at a
-//! stage boundary while the service is killed, or fail a share of every
-//! call; each job still ends with one pull request and one final status
-//! comment.
+//! limits, answers lost after the change was made) and a git server that
+//! fails requests, either holding a request at a stage boundary while the
+//! service is killed, or failing a share of every call; each job still
+//! ends with one pull request and one final status comment.
 
 use std::time::{Duration, Instant};
 
-use forgehand_tests::fake_forge::{CallFault, Kind};
+use forgehand_tests::fake_forge::{CallFault, Hold, Kind};
+use forgehand_tests::git_http::GitRequest;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
 use forgehand_tests::story::{host_processes_with, only, Story, MAINTAINER, REPO, STATUS_MARKER};
@@ -292,20 +293,42 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     assert!(story.pulls().is_empty());
 }
 
-/// SIGKILL at a stage boundary, driven from outside: the fake forge
-/// holds the call that follows it, the service is killed there and
-/// started again, and the next attempt takes the job up where the last
-/// one left it (the agent's script is spent: it cannot run twice).
-async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind: Kind, held: &str) {
-    let mut story =
-        Story::start_with(kind, good_script(), &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
-    story.forge.with(|s| s.holds.push(held.into()));
+/// Where a story kills Forgehand: the request that follows a stage
+/// boundary, held by the fake forge or by the git server (before it is
+/// served, or after: the change made, its answer never sent).
+enum Held {
+    Forge(Hold),
+    Git(GitRequest, bool),
+}
+
+/// SIGKILL at a stage boundary, driven from outside: the request that
+/// follows it is held, the service is killed there and started again,
+/// and the next attempt completes the job from where the last one left
+/// it: one pull request, one status comment saying so, one 👀. The
+/// agent's script holds `agent_runs` runs and must be spent: the agent
+/// runs again only when its work had not reached the server; `resumed`
+/// when the pushed commit is taken up instead.
+async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
+    kind: Kind,
+    held: Held,
+    agent_runs: usize,
+    resumed: bool,
+) {
+    let script: Vec<Step> = (0..agent_runs).flat_map(|_| good_script()).collect();
+    let mut story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
+    let git = &story.project.git;
+    match &held {
+        Held::Forge(hold) => story.forge.with(|s| s.holds.push(hold.clone())),
+        Held::Git(request, after_serving) => {
+            git.faults(|f| f.holds.push((*request, *after_serving)))
+        }
+    }
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(90);
-    while story.forge.with(|s| s.held.is_empty()) {
+    while story.forge.with(|s| s.held.is_empty()) && git.faults(|f| f.held.is_empty()) {
         assert!(
             Instant::now() < deadline,
-            "never reached {held}:\n{}",
+            "never reached the held request:\n{}",
             story.log()
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -324,6 +347,14 @@ async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind: Kind
         "{}",
         story.status(1)
     );
+    let eyes = story.forge.with(|s| {
+        s.reactions
+            .iter()
+            .filter(|r| r.1 == "issue:1" && r.2 == story.bot_login && r.3 == "eyes")
+            .count()
+    });
+    assert_eq!(eyes, 1, "one 👀");
+    assert_eq!(story.model.left(), 0, "the agent ran {agent_runs} time(s)");
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
     let steps: Vec<&str> = detail["result"]["steps"]
         .as_array()
@@ -331,50 +362,159 @@ async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind: Kind
         .iter()
         .map(|s| s["step"].as_str().unwrap())
         .collect();
-    assert!(steps.contains(&"resumed after the push"), "{steps:?}");
+    assert_eq!(
+        steps.contains(&"resumed after the push"),
+        resumed,
+        "{steps:?}"
+    );
     assert_eq!(story.forge.violations(), Vec::<String>::new());
+}
+
+/// The forge's name for a call on each forge: GitHub's, then Gitea's.
+fn call(kind: Kind, github: &str, gitea: &str) -> String {
+    match kind {
+        Kind::GitHub => github.into(),
+        Kind::Gitea => gitea.into(),
+    }
+}
+
+fn status_comment_post(kind: Kind) -> String {
+    call(
+        kind,
+        "POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
+        "POST /repos/{owner}/{repo}/issues/{index}/comments",
+    )
+}
+
+/// 👀 is on the issue, the status comment is not made yet.
+async fn after_the_reaction_before_the_status_comment(kind: Kind) {
+    let held = Held::Forge(Hold::before(&status_comment_post(kind)));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind, held, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_reaction_before_the_status_comment() {
+    after_the_reaction_before_the_status_comment(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_reaction_before_the_status_comment() {
+    after_the_reaction_before_the_status_comment(Kind::Gitea).await;
+}
+
+/// The status comment is made, the answer saying so never comes: the
+/// next attempt finds it by its marker instead of making a second.
+async fn the_status_comment_made_its_answer_lost(kind: Kind) {
+    let held = Held::Forge(Hold::after_serving(&status_comment_post(kind)));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind, held, 1, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_when_the_status_comment_is_made_and_its_answer_lost() {
+    the_status_comment_made_its_answer_lost(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_when_the_status_comment_is_made_and_its_answer_lost() {
+    the_status_comment_made_its_answer_lost(Kind::Gitea).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_status_comment_before_the_working_copy() {
+    let held = Held::Git(GitRequest::FetchRefs, false);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::GitHub, held, 1, false)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_status_comment_before_the_working_copy() {
+    let held = Held::Git(GitRequest::FetchRefs, false);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::Gitea, held, 1, false).await;
+}
+
+/// The agent finished, its push is held before it lands: the work is
+/// lost with the process, and the next attempt runs the agent again.
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_agent_before_the_push() {
+    let held = Held::Git(GitRequest::PushPack, false);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::GitHub, held, 2, false)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_agent_before_the_push() {
+    let held = Held::Git(GitRequest::PushPack, false);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::Gitea, held, 2, false).await;
+}
+
+/// The push landed, the git server's answer never came: the next attempt
+/// finds the job's commit on the branch and goes on from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_when_the_push_landed_and_its_answer_lost() {
+    let held = Held::Git(GitRequest::PushPack, true);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::GitHub, held, 1, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_when_the_push_landed_and_its_answer_lost() {
+    let held = Held::Git(GitRequest::PushPack, true);
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::Gitea, held, 1, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn github_sigkill_after_the_push_before_the_pull_request() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::GitHub,
-        "POST /repos/{owner}/{repo}/pulls",
-    )
-    .await;
+    let held = Held::Forge(Hold::before("POST /repos/{owner}/{repo}/pulls"));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::GitHub, held, 1, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn gitea_sigkill_after_the_push_before_the_pull_request() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::Gitea,
-        "POST /repos/{owner}/{repo}/pulls",
-    )
-    .await;
+    let held = Held::Forge(Hold::before("POST /repos/{owner}/{repo}/pulls"));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::Gitea, held, 1, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn github_sigkill_after_the_pull_request_before_the_final_comment() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::GitHub,
+    let held = Held::Forge(Hold::before(
         "POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
-    )
-    .await;
+    ));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::GitHub, held, 1, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn gitea_sigkill_after_the_pull_request_before_the_final_comment() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::Gitea,
+    let held = Held::Forge(Hold::before(
         "POST /repos/{owner}/{repo}/pulls/{index}/requested_reviewers",
-    )
-    .await;
+    ));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(Kind::Gitea, held, 1, true).await;
+}
+
+/// The final status comment is written, the job not yet recorded as
+/// done: the next attempt finds the pull request and says so again.
+async fn after_the_final_comment_before_the_job_ends(kind: Kind) {
+    let edit = call(
+        kind,
+        "PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}",
+        "PATCH /repos/{owner}/{repo}/issues/comments/{id}",
+    );
+    let held = Held::Forge(Hold::after_serving(&edit).with_body("✅ Opened #2"));
+    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind, held, 1, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn github_sigkill_after_the_final_comment_before_the_job_ends() {
+    after_the_final_comment_before_the_job_ends(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gitea_sigkill_after_the_final_comment_before_the_job_ends() {
+    after_the_final_comment_before_the_job_ends(Kind::Gitea).await;
 }
 
 /// Twenty labelled issues while every fourth API call fails (500, 429
 /// with Retry-After, a secondary rate limit's 403 with Retry-After, 502,
-/// in turn): every issue ends with exactly one pull request and one
-/// status comment in its final form.
+/// in turn) and every fifth git request too: every issue ends with
+/// exactly one pull request and one status comment in its final form.
 async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "1")]).await;
@@ -389,6 +529,9 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
         }
         s.fault_every = Some(4);
     });
+    // And every fifth authenticated git request: 500, 502, 503, 429 with
+    // Retry-After in turn, some pushes landing with their answer lost.
+    story.project.git.faults(|f| f.every = Some(5));
     for n in 1..=20 {
         story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
     }
@@ -402,6 +545,8 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     }
     let served = story.forge.with(|s| s.faults_served);
     assert!(served >= 60, "only {served} faults served");
+    let git_served = story.project.git.faults(|f| f.served);
+    assert!(git_served >= 15, "only {git_served} git faults served");
     let pulls = story.pulls();
     for n in 1..=20 {
         let closing = pulls

@@ -242,11 +242,16 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 format!("issue:{}", r.num("issue_number"))
             };
             let content = body["content"].as_str().unwrap_or_default().to_owned();
-            s.reactions
-                .push((repo.into(), target, user.into(), content.clone()));
+            // The same reaction by the same user again is the one made
+            // before: 200, not a second one.
+            let status = if s.react(repo, target, user, &content) {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
             let id = s.id();
             Ok((
-                StatusCode::CREATED,
+                status,
                 json!({"id": id, "content": content, "user": user_json(Kind::GitHub, user)}),
             ))
         }
