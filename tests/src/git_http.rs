@@ -105,7 +105,7 @@ pub struct GitFaults {
     /// Requests never answered, once each, (kind, after serving): a stage
     /// boundary a test kills the client at.
     pub holds: Vec<(GitRequest, bool)>,
-    /// The held requests that came.
+    /// The held requests that came (one held after serving, once served).
     pub held: Vec<GitRequest>,
     /// Authenticated requests so far.
     pub requests: u64,
@@ -128,7 +128,9 @@ impl GitFaults {
         };
         if let Some(at) = self.holds.iter().position(|(k, _)| *k == kind) {
             let (_, after_serving) = self.holds.remove(at);
-            self.held.push(kind);
+            if !after_serving {
+                self.held.push(kind);
+            }
             return Plan::Hold { after_serving };
         }
         if let Some(at) = self.next.iter().position(|f| f.on == kind) {
@@ -273,6 +275,11 @@ async fn serve(
             Plan::Hold { after_serving } => {
                 if after_serving {
                     let _ = backend(&config, &method, &uri, &headers, body).await;
+                    // Held only once served: a test that kills the client
+                    // now finds the change made.
+                    if let Some(kind) = kind {
+                        config.faults.lock().unwrap().held.push(kind);
+                    }
                 }
                 // Held at a stage boundary: the client waits until it
                 // gives up or is killed.

@@ -62,6 +62,7 @@ impl Pipeline {
             finished,
             published,
             started,
+            resumed: false,
         };
         self.answer(answer, steps).await
     }

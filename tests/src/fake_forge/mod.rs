@@ -79,10 +79,13 @@ impl FakeForge {
                         None => handle(&shared, method, uri, headers, body),
                         // Held at a stage boundary: the client waits until
                         // it gives up or is killed.
-                        Some(after_serving) => {
+                        Some((call, after_serving)) => {
                             if after_serving {
                                 let _ = handle(&shared, method, uri, headers, body);
                             }
+                            // Held only once served: a test that kills
+                            // Forgehand now finds the change made.
+                            shared.state.lock().unwrap().held.push(call);
                             std::future::pending().await
                         }
                     }
@@ -116,10 +119,10 @@ impl FakeForge {
 }
 
 /// Whether the request is a call [`ForgeState::holds`] names: then it
-/// is recorded in [`ForgeState::held`], taken off the list (the next one
-/// is answered), and never answered; `Some(true)` when it is to be served
-/// first.
-fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> Option<bool> {
+/// is taken off the list (the next one is answered), never answered, and
+/// recorded in [`ForgeState::held`] by the caller: `Some((call, true))` when it is to be
+/// served first.
+fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> Option<(String, bool)> {
     let mut state = shared.state.lock().unwrap();
     if state.holds.is_empty() {
         return None;
@@ -142,8 +145,7 @@ fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> Option<boo
                 .is_none_or(|wanted| text.contains(wanted))
     })?;
     let hold = state.holds.remove(at);
-    state.held.push(call);
-    Some(hold.after_serving)
+    Some((call, hold.after_serving))
 }
 
 fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {

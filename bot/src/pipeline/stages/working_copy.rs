@@ -83,10 +83,6 @@ impl Pipeline {
             work.base.clone(),
         );
         let (job_id, bot_email) = (claimed.id, self.config.git.commit_email.clone());
-        // A follow-up's branch holds earlier jobs' commits; only issue
-        // work is taken up where a crash left it (a follow-up's replies
-        // would be posted twice).
-        let may_resume = work.follow_up.is_none();
         let prepared = tokio::task::spawn_blocking(move || {
             // Retried within the call; what is left is worth another
             // attempt only if waiting could fix it (not refused
@@ -110,10 +106,9 @@ impl Pipeline {
                 (copy, None)
             };
             let before = gate::before(&copy, limits).map_err(|e| (e.to_string(), true))?;
-            let resumed = match expected {
-                Some(tip) if may_resume => resumed(&copy, tip, job_id, &bot_email),
-                _ => None,
-            };
+            // The tip is this very job's commit (a follow-up's branch also
+            // holds earlier jobs' commits, with their own job numbers).
+            let resumed = expected.and_then(|tip| resumed(&copy, tip, job_id, &bot_email));
             Ok::<_, (String, bool)>((expected, before, resumed))
         })
         .await
