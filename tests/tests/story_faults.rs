@@ -242,6 +242,9 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     assert_eq!(labeled.len(), 20, "{jobs:#?}");
     for job in &labeled {
         assert_eq!(job["state"], "succeeded", "{job:#}");
+        // Every fault, the forge's and git's, waited out within the
+        // attempt: none cost the job an attempt.
+        assert_eq!(job["attempts"], 1, "{job:#}");
     }
     let served = story.forge.with(|s| s.faults_served);
     assert!(served >= 60, "only {served} faults served");
