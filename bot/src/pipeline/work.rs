@@ -40,6 +40,7 @@ impl Pipeline {
             work,
             finished,
             published,
+            resumed: false,
         };
         self.answer(run, answer).await
     }

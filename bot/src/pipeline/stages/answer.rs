@@ -3,7 +3,9 @@
 //! review thread; otherwise the pull request, with whoever asked as its
 //! reviewer.
 
-use forgehand_forge::api::{CommitStatus, NewPullRequest, StatusState};
+use forgehand_forge::api::{
+    CommitStatus, ForgeApi, NewPullRequest, RepoRef, ReviewComment, StatusState,
+};
 use tracing::warn;
 
 use super::super::run::JobRun;
@@ -21,6 +23,9 @@ pub(in crate::pipeline) struct Answer {
     pub work: Work,
     pub finished: Finished,
     pub published: Published,
+    /// The commit was pushed by an earlier attempt of this job, which may
+    /// have answered some review threads before it died.
+    pub resumed: bool,
 }
 
 impl Answer {
@@ -45,6 +50,7 @@ impl Answer {
             work,
             finished,
             published,
+            resumed: true,
         }
     }
 }
@@ -59,6 +65,7 @@ impl Pipeline {
             work,
             finished,
             published,
+            resumed,
         } = answer;
         let (claimed, api, repo) = (run.claimed, run.api, run.repo);
         // Not worth failing the job over.
@@ -73,7 +80,15 @@ impl Pipeline {
         }
         if let Some((pr, threads)) = work.follow_up {
             let sha: String = published.commit.chars().take(10).collect();
+            let answered = if resumed {
+                self.answered(api, repo, pr.number, &sha).await?
+            } else {
+                Vec::new()
+            };
             for (n, thread) in threads.iter().enumerate() {
+                if answered.iter().any(|reply| answers(reply, thread)) {
+                    continue;
+                }
                 let reply = thread_reply(&finished.replies, n + 1, &sha);
                 api.reply_to_review_comment(repo, pr.number, thread, &reply)
                     .await
@@ -122,6 +137,36 @@ impl Pipeline {
             updated: false,
         })
     }
+}
+
+impl Pipeline {
+    /// The bot's answers on pull request `number` about commit `sha`: what
+    /// an earlier attempt that pushed it replied before it died. Every
+    /// answer names the commit ("Done in <sha>") or says "No change".
+    async fn answered(
+        &self,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        number: u64,
+        sha: &str,
+    ) -> Result<Vec<ReviewComment>, Failure> {
+        let bot = self.bot_identity();
+        let comments = api
+            .review_comments(repo, number)
+            .await
+            .map_err(Failure::forge)?;
+        Ok(comments
+            .into_iter()
+            .filter(|c| bot.is_me(&c.author.login))
+            .filter(|c| c.body.contains(sha) || c.body.starts_with("No change"))
+            .collect())
+    }
+}
+
+/// Whether `reply` answers review `thread`: made after it, on its line
+/// (both forges put an answer on the line of the comment it answers).
+fn answers(reply: &ReviewComment, thread: &ReviewComment) -> bool {
+    reply.id > thread.id && reply.path == thread.path && reply.line == thread.line
 }
 
 /// The answer in review thread `n` (numbered from 1, as the task lists

@@ -123,8 +123,8 @@ fn failure(error: DeliverError) -> Failure {
         }
         DeliverError::Push(push) => Failure {
             reason: Reason::ForgeError,
+            retryable: push.worth_another_attempt(),
             message: push.to_string(),
-            retryable: true,
         },
         other => Failure::infra(other),
     }

@@ -75,14 +75,13 @@ impl Pipeline {
             work.base.clone(),
         );
         let (job_id, bot_email) = (claimed.id, self.config.git.commit_email.clone());
-        // A follow-up's branch holds earlier jobs' commits; only issue
-        // work is taken up where a crash left it (a follow-up's replies
-        // would be posted twice).
-        let may_resume = work.follow_up.is_none();
         let prepared = tokio::task::spawn_blocking(move || {
+            // Retried within the call; what is left is worth another
+            // attempt only if waiting could fix it (not refused
+            // credentials, say).
             let mirror = mirrors
                 .update(&key, &source, &with)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| (e.to_string(), e.is_transient()))?;
             let pushed_before = mirror
                 .repo
                 .find_reference(&format!("refs/heads/{branch}"))
@@ -90,27 +89,26 @@ impl Pipeline {
             let (copy, expected) = if pushed_before {
                 let (copy, tip) = mirror
                     .follow_up_copy(&tree, &git_dir, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, Some(tip))
             } else {
                 let copy = mirror
                     .working_copy(&tree, &git_dir, &base, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, None)
             };
-            let before = gate::before(&copy, limits).map_err(|e| e.to_string())?;
-            let resumed = match expected {
-                Some(tip) if may_resume => resumed(&copy, tip, job_id, &bot_email),
-                _ => None,
-            };
-            Ok::<_, String>((expected, before, resumed))
+            let before = gate::before(&copy, limits).map_err(|e| (e.to_string(), true))?;
+            // The tip is this very job's commit (a follow-up's branch also
+            // holds earlier jobs' commits, with their own job numbers).
+            let resumed = expected.and_then(|tip| resumed(&copy, tip, job_id, &bot_email));
+            Ok::<_, (String, bool)>((expected, before, resumed))
         })
         .await
         .map_err(Failure::infra)?;
-        let (expected, before, resumed) = prepared.map_err(|e| Failure {
+        let (expected, before, resumed) = prepared.map_err(|(message, retryable)| Failure {
             reason: Reason::ForgeError,
-            message: e,
-            retryable: true,
+            message,
+            retryable,
         })?;
         run.steps.done(Stage::WorkingCopy);
         Ok(WorkingCopy {
