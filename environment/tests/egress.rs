@@ -315,8 +315,18 @@ async fn a_port_not_allowed_is_refused() {
     egress.shutdown().await;
 }
 
-/// A one-request HTTP server: records the request head and body it got,
-/// answers `body`, closes.
+/// Whatever else arrives within a short while: nothing should, after a
+/// forwarded request.
+async fn anything_more(stream: &mut TcpStream) -> Option<String> {
+    let mut extra = vec![0u8; 4096];
+    match tokio::time::timeout(Duration::from_millis(300), stream.read(&mut extra)).await {
+        Ok(Ok(n)) if n > 0 => Some(format!("MORE: {}", String::from_utf8_lossy(&extra[..n]))),
+        _ => None,
+    }
+}
+
+/// A one-request HTTP server: records the request head and body it got
+/// (and anything sent after them), answers `body`, closes.
 async fn origin_server(body: &'static str) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -336,6 +346,9 @@ async fn origin_server(body: &'static str) -> (SocketAddr, Arc<Mutex<Vec<String>
                 .lock()
                 .unwrap()
                 .push(format!("{head}{}", String::from_utf8_lossy(&request_body)));
+            if let Some(more) = anything_more(&mut stream).await {
+                record.lock().unwrap().push(more);
+            }
             let answer = format!(
                 "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
@@ -378,6 +391,52 @@ async fn a_plain_http_request_is_forwarded_in_origin_form_and_the_answer_streame
     );
     assert_eq!(record.bytes_up, 4);
     assert_eq!(record.bytes_down as usize, answer.len());
+}
+
+#[tokio::test]
+async fn only_the_first_request_reaches_the_origin_not_what_is_pipelined_after_it() {
+    let (origin, seen) = origin_server("first").await;
+    let resolver = MapResolver::new(&[("web.test", &["127.0.0.1"])]);
+    let (egress, proxy) = start(policy(&["web.test"], &[origin.port()]), resolver).await;
+    let request = format!(
+        "PUT http://web.test:{}/a HTTP/1.1\r\nContent-Length: 2\r\n\r\nokGET http://other.test/ HTTP/1.1\r\n\
+         Proxy-Authorization: Basic c2VjcmV0\r\n\r\n",
+        origin.port()
+    );
+    let answer = exchange(proxy, request.as_bytes()).await;
+    assert!(answer.ends_with("\r\n\r\nfirst"), "{answer}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].ends_with("\r\n\r\nok"), "{seen:?}");
+    egress.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_chunked_request_body_is_refused_before_connecting() {
+    let (origin, seen) = origin_server("x").await;
+    let resolver = MapResolver::new(&[("web.test", &["127.0.0.1"])]);
+    let (egress, proxy) = start(policy(&["web.test"], &[origin.port()]), resolver).await;
+    let request = format!(
+        "POST http://web.test:{}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        origin.port()
+    );
+    let answer = exchange(proxy, request.as_bytes()).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 411 forgehand: a chunked request body is not forwarded"),
+        "{answer}"
+    );
+    let answer = exchange(
+        proxy,
+        format!(
+            "POST http://web.test:{}/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            origin.port()
+        )
+        .as_bytes(),
+    )
+    .await;
+    assert!(answer.contains("conflicting Content-Length"), "{answer}");
+    assert!(seen.lock().unwrap().is_empty());
+    egress.shutdown().await;
 }
 
 #[tokio::test]
@@ -485,6 +544,11 @@ async fn upstream_proxy(status: &'static str) -> (SocketAddr, Arc<Mutex<Vec<Stri
                 let head = read_head(&mut stream).await;
                 let tunnel = head.starts_with("CONNECT ");
                 record.lock().unwrap().push(head);
+                if !tunnel {
+                    if let Some(more) = anything_more(&mut stream).await {
+                        record.lock().unwrap().push(more);
+                    }
+                }
                 let answer = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
                 stream.write_all(answer.as_bytes()).await.unwrap();
                 if !tunnel {
@@ -530,9 +594,12 @@ async fn an_upstream_proxy_is_chained_without_the_clients_credentials_or_local_r
     assert_eq!(&echoed, b"tunnel");
     drop(stream);
 
+    // A request pipelined after it must not reach the upstream, which
+    // would serve it whatever its host.
     let answer = exchange(
         proxy,
-        b"GET http://far.test/pool/x.deb HTTP/1.1\r\nProxy-Authorization: Basic c2VjcmV0\r\n\r\n",
+        b"GET http://far.test/pool/x.deb HTTP/1.1\r\nProxy-Authorization: Basic c2VjcmV0\r\n\r\n\
+          GET http://elsewhere.test/ HTTP/1.1\r\n\r\n",
     )
     .await;
     assert!(

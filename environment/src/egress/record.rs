@@ -36,6 +36,9 @@ pub enum Refusal {
     BadRequest {
         problem: String,
     },
+    /// A plain-HTTP request with a chunked body (only `Content-Length`
+    /// bodies are forwarded).
+    LengthRequired,
     /// The head did not end within the size limit.
     HeadTooLarge {
         limit: usize,
@@ -73,6 +76,7 @@ impl Refusal {
     pub fn status(&self) -> u16 {
         match self {
             Refusal::BadRequest { .. } => 400,
+            Refusal::LengthRequired => 411,
             Refusal::HeadTooLarge { .. } => 431,
             Refusal::HeadTimeout { .. } => 408,
             Refusal::HostNotAllowed | Refusal::PortNotAllowed | Refusal::DeniedAddress { .. } => {
@@ -90,6 +94,9 @@ impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Refusal::BadRequest { problem } => write!(f, "bad request: {problem}"),
+            Refusal::LengthRequired => {
+                f.write_str("a chunked request body is not forwarded: send it with Content-Length")
+            }
             Refusal::HeadTooLarge { limit } => {
                 write!(f, "request head larger than {limit} bytes")
             }

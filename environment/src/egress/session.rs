@@ -13,7 +13,7 @@ use super::dial::{dial_direct, dial_upstream, upstream_connect, Resolve};
 use super::head::{parse_request, read_head, HeadError, RequestHead};
 use super::policy::{Limits, Policy};
 use super::record::{Finished, Log, Outcome, Refusal, RequestKind};
-use super::splice::{splice, Counters, End};
+use super::splice::{splice, Counters, End, Up};
 use super::target::{parse_absolute_form, parse_connect_target, Host, Target, TargetError};
 
 /// What every connection shares.
@@ -131,9 +131,14 @@ pub(crate) async fn refuse_and_close(client: &mut TcpStream, response: &[u8]) {
         client.shutdown().await
     })
     .await;
-    if !matches!(written, Ok(Ok(()))) {
-        return;
+    if matches!(written, Ok(Ok(()))) {
+        linger(client).await;
     }
+}
+
+/// Drains the client's unread input, bounded in time and bytes, once the
+/// egress has said all it will (its write side shut).
+async fn linger(client: &mut TcpStream) {
     let _ = tokio::time::timeout(LINGER_TIME, async {
         let mut sink = [0u8; 4096];
         let mut drained = 0;
@@ -155,6 +160,8 @@ struct Opened {
     /// Bytes the client sent after its head (a body's start, a tunnel's
     /// first bytes).
     early_to_server: Vec<u8>,
+    /// What more the client may send on.
+    up: Up,
     /// The tunnel's `200` (CONNECT).
     head_to_client: &'static [u8],
     /// Bytes the upstream proxy sent after its answer.
@@ -183,6 +190,10 @@ async fn open(
         (RequestKind::Http, target, Some(path))
     };
     *progress.request.lock().unwrap_or_else(|e| e.into_inner()) = Some((kind, target.clone()));
+    let body_length = match path {
+        Some(_) => body_length(&request)?,
+        None => 0,
+    };
 
     if !policy.allow_hosts.allows(&target.host) {
         return Err(Refusal::HostNotAllowed);
@@ -194,7 +205,7 @@ async fn open(
         Some(upstream) => dial_upstream(upstream, &target, policy).await?,
         None => dial_direct(&target, policy, shared.resolver.as_ref()).await?,
     };
-    let early_to_server = head.rest().to_vec();
+    let early = head.rest();
     Ok(match path {
         None => {
             let early_to_client = match &policy.upstream {
@@ -204,18 +215,27 @@ async fn open(
             Opened {
                 server,
                 head_to_server: Vec::new(),
-                early_to_server,
+                early_to_server: early.to_vec(),
+                up: Up::Tunnel,
                 head_to_client: b"HTTP/1.1 200 Connection established\r\n\r\n",
                 early_to_client,
             }
         }
-        Some(path) => Opened {
-            server,
-            head_to_server: forward_head(&request, &target, &path, policy.upstream.is_some()),
-            early_to_server,
-            head_to_client: b"",
-            early_to_client: Vec::new(),
-        },
+        Some(path) => {
+            // The body's start; anything after it (a pipelined request)
+            // is dropped.
+            let start = early
+                .len()
+                .min(usize::try_from(body_length).unwrap_or(usize::MAX));
+            Opened {
+                server,
+                head_to_server: forward_head(&request, &target, &path, policy.upstream.is_some()),
+                early_to_server: early[..start].to_vec(),
+                up: Up::Body(body_length - start as u64),
+                head_to_client: b"",
+                early_to_client: Vec::new(),
+            }
+        }
     })
 }
 
@@ -225,6 +245,7 @@ async fn relay(client: &mut TcpStream, opened: Opened, idle: Duration, progress:
         mut server,
         head_to_server,
         early_to_server,
+        up,
         head_to_client,
         early_to_client,
     } = opened;
@@ -243,11 +264,51 @@ async fn relay(client: &mut TcpStream, opened: Opened, idle: Duration, progress:
         std::io::Result::Ok(())
     })
     .await;
-    match sent {
-        Ok(Ok(())) => splice(client, &mut server, idle, counters).await,
+    let end = match sent {
+        Ok(Ok(())) => splice(client, &mut server, up, idle, counters).await,
         Ok(Err(_)) => End::Closed,
         Err(_) => End::Idle,
+    };
+    if matches!(up, Up::Body(_)) {
+        // The answer is complete; the client may have sent more.
+        let _ = client.shutdown().await;
+        linger(client).await;
     }
+    end
+}
+
+/// The length of a forwarded request's body. A chunked body is refused:
+/// passing exactly one request on would mean parsing chunks, and package
+/// managers send none over plain HTTP.
+fn body_length(request: &RequestHead) -> Result<u64, Refusal> {
+    if request
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("transfer-encoding"))
+    {
+        return Err(Refusal::LengthRequired);
+    }
+    let mut length = None;
+    for (name, value) in &request.headers {
+        if !name.eq_ignore_ascii_case("content-length") {
+            continue;
+        }
+        let value = std::str::from_utf8(value)
+            .ok()
+            .map(str::trim)
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| Refusal::BadRequest {
+                problem: "an invalid Content-Length".into(),
+            })?;
+        if length.is_some_and(|l| l != value) {
+            return Err(Refusal::BadRequest {
+                problem: "conflicting Content-Length headers".into(),
+            });
+        }
+        length = Some(value);
+    }
+    Ok(length.unwrap_or(0))
 }
 
 fn head_refusal(error: HeadError, limits: &Limits) -> Refusal {
@@ -350,6 +411,7 @@ fn explain(refusal: &Refusal, target: Option<&Target>, policy: &Policy) -> Strin
             format!("the upstream proxy answered {status} for {host}:{port}")
         }
         Refusal::BadRequest { .. }
+        | Refusal::LengthRequired
         | Refusal::HeadTooLarge { .. }
         | Refusal::HeadTimeout { .. }
         | Refusal::TooManyConnections { .. } => refusal.to_string(),

@@ -2,6 +2,11 @@
 //! counted, until both sides are done, one fails, or neither has moved a
 //! byte for the idle timeout.
 //!
+//! A tunnel (CONNECT) is copied as it comes. A forwarded plain-HTTP
+//! request passes on exactly its declared body and nothing after it: a
+//! client's pipelined next request may name another host, and must not
+//! reach this one's origin, nor an upstream proxy that would serve it.
+//!
 //! Buffers are fixed (one per direction), so a peer that stops reading
 //! stalls the copy instead of growing memory; the stall is idle time, and
 //! the idle timeout ends it.
@@ -21,6 +26,17 @@ pub(crate) struct Counters {
     pub down: AtomicU64,
 }
 
+/// What the sandbox's side may send on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Up {
+    /// Everything, both ways, until both sides close.
+    Tunnel,
+    /// This many bytes (the rest of a request body); whatever follows is
+    /// read and dropped, and the exchange ends when the host has answered
+    /// and closed.
+    Body(u64),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum End {
     /// Both sides closed (or one failed).
@@ -34,6 +50,7 @@ const BUFFER: usize = 16 * 1024;
 pub(crate) async fn splice(
     client: &mut TcpStream,
     server: &mut TcpStream,
+    up: Up,
     idle: Duration,
     counters: &Counters,
 ) -> End {
@@ -43,13 +60,6 @@ pub(crate) async fn splice(
     let (mut client_read, mut client_write) = client.split();
     let (mut server_read, mut server_write) = server.split();
     let both = async {
-        let up = pump(
-            &mut client_read,
-            &mut server_write,
-            &counters.up,
-            &last,
-            start,
-        );
         let down = pump(
             &mut server_read,
             &mut client_write,
@@ -57,8 +67,32 @@ pub(crate) async fn splice(
             &last,
             start,
         );
-        // The first failure ends both directions.
-        let _ = tokio::try_join!(up, down);
+        match up {
+            Up::Tunnel => {
+                let up = pump(
+                    &mut client_read,
+                    &mut server_write,
+                    &counters.up,
+                    &last,
+                    start,
+                );
+                // The first failure ends both directions.
+                let _ = tokio::try_join!(up, down);
+            }
+            Up::Body(length) => {
+                let body = async {
+                    let mut body = (&mut client_read).take(length);
+                    pump_some(&mut body, &mut server_write, &counters.up, &last, start).await?;
+                    drain(&mut client_read).await;
+                    // Done sending: only the answer can end the exchange.
+                    std::future::pending::<std::io::Result<()>>().await
+                };
+                tokio::select! {
+                    _ = down => {}
+                    _ = body => {}
+                }
+            }
+        }
     };
     let watchdog = async {
         loop {
@@ -75,7 +109,8 @@ pub(crate) async fn splice(
     }
 }
 
-async fn pump<R, W>(
+/// Copies until `reader` ends, without passing the end on.
+async fn pump_some<R, W>(
     reader: &mut R,
     writer: &mut W,
     count: &AtomicU64,
@@ -90,8 +125,6 @@ where
     loop {
         let n = reader.read(&mut buffer).await?;
         if n == 0 {
-            // Pass the half-close on: the other side may still answer.
-            writer.shutdown().await?;
             return Ok(());
         }
         last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -99,4 +132,31 @@ where
         count.fetch_add(n as u64, Ordering::Relaxed);
         last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
     }
+}
+
+/// Reads and drops until the end or an error: what a client sends after
+/// a forwarded request's body goes nowhere (and is not activity).
+async fn drain<R: AsyncRead + Unpin>(reader: &mut R) {
+    let mut sink = vec![0u8; BUFFER];
+    while let Ok(n) = reader.read(&mut sink).await {
+        if n == 0 {
+            return;
+        }
+    }
+}
+
+async fn pump<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    count: &AtomicU64,
+    last: &AtomicU64,
+    start: Instant,
+) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    pump_some(reader, writer, count, last, start).await?;
+    // Pass the half-close on: the other side may still answer.
+    writer.shutdown().await
 }
