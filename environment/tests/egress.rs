@@ -1,140 +1,16 @@
 //! The egress proxy against local servers: what it lets through, what it
-//! refuses and how it says so, and its limits.
+//! refuses and how it says so, chained through an upstream proxy.
 
-use std::collections::HashMap;
-use std::io;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod support;
+
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use forgehand_environment::egress::{
-    AllowHosts, DeniedRanges, Egress, EgressHandle, Limits, Outcome, Policy, Refusal, RequestKind,
-    Resolve, UpstreamProxy,
-};
+use forgehand_environment::egress::{DeniedRanges, Outcome, Refusal, RequestKind, UpstreamProxy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
-/// Names mapped to addresses, in place of DNS.
-struct MapResolver(HashMap<String, Vec<IpAddr>>);
-
-impl MapResolver {
-    fn new(entries: &[(&str, &[&str])]) -> Arc<Self> {
-        Arc::new(MapResolver(
-            entries
-                .iter()
-                .map(|(name, ips)| {
-                    (
-                        name.to_string(),
-                        ips.iter().map(|ip| ip.parse().unwrap()).collect(),
-                    )
-                })
-                .collect(),
-        ))
-    }
-}
-
-#[async_trait]
-impl Resolve for MapResolver {
-    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        match self.0.get(host) {
-            Some(ips) => Ok(ips.iter().map(|ip| SocketAddr::new(*ip, port)).collect()),
-            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such name")),
-        }
-    }
-}
-
-/// A resolver that must not be asked (names go to the upstream proxy).
-struct NoResolver;
-
-#[async_trait]
-impl Resolve for NoResolver {
-    async fn resolve(&self, host: &str, _: u16) -> io::Result<Vec<SocketAddr>> {
-        panic!("{host} was resolved locally");
-    }
-}
-
-/// The default ranges without loopback, for servers on 127.0.0.1.
-fn loopback_allowed() -> DeniedRanges {
-    DeniedRanges::default().without(|r| r.net.contains(&IpAddr::from([127, 0, 0, 1])))
-}
-
-fn policy(allow: &[&str], ports: &[u16]) -> Policy {
-    let mut policy = Policy::new(AllowHosts::parse(allow).unwrap());
-    policy.allow_ports = ports.iter().copied().collect();
-    policy.denied = loopback_allowed();
-    policy
-}
-
-async fn start(policy: Policy, resolver: Arc<dyn Resolve>) -> (EgressHandle, SocketAddr) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let handle = Egress::new(policy)
-        .unwrap()
-        .with_resolver(resolver)
-        .spawn(listener);
-    (handle, address)
-}
-
-/// An echo server; counts the connections it accepted.
-async fn echo_server() -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            count.fetch_add(1, Ordering::SeqCst);
-            tokio::spawn(async move {
-                let (mut r, mut w) = stream.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    (address, accepted)
-}
-
-/// Reads up to and including the end of a response head.
-async fn read_head(stream: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
-            .await
-            .expect("a response head in time")
-            .unwrap();
-        assert_ne!(
-            n,
-            0,
-            "closed before a head: {}",
-            String::from_utf8_lossy(&head)
-        );
-        head.push(byte[0]);
-    }
-    String::from_utf8(head).unwrap()
-}
-
-/// Sends `request` and reads everything until the egress closes.
-async fn exchange(proxy: SocketAddr, request: &[u8]) -> String {
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    stream.write_all(request).await.unwrap();
-    read_to_close(&mut stream).await
-}
-
-async fn read_to_close(stream: &mut TcpStream) -> String {
-    let mut out = Vec::new();
-    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut out))
-        .await
-        .expect("the egress closes in time")
-        .unwrap();
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn connect(authority: &str) -> Vec<u8> {
-    format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes()
-}
+use support::*;
 
 #[tokio::test]
 async fn an_allowed_connect_is_spliced_both_ways_and_counted() {
@@ -315,50 +191,6 @@ async fn a_port_not_allowed_is_refused() {
     egress.shutdown().await;
 }
 
-/// Whatever else arrives within a short while: nothing should, after a
-/// forwarded request.
-async fn anything_more(stream: &mut TcpStream) -> Option<String> {
-    let mut extra = vec![0u8; 4096];
-    match tokio::time::timeout(Duration::from_millis(300), stream.read(&mut extra)).await {
-        Ok(Ok(n)) if n > 0 => Some(format!("MORE: {}", String::from_utf8_lossy(&extra[..n]))),
-        _ => None,
-    }
-}
-
-/// A one-request HTTP server: records the request head and body it got
-/// (and anything sent after them), answers `body`, closes.
-async fn origin_server(body: &'static str) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let head = read_head(&mut stream).await;
-            let length = head
-                .lines()
-                .find_map(|l| l.strip_prefix("Content-Length: "))
-                .map_or(0, |n| n.trim().parse::<usize>().unwrap());
-            let mut request_body = vec![0u8; length];
-            stream.read_exact(&mut request_body).await.unwrap();
-            record
-                .lock()
-                .unwrap()
-                .push(format!("{head}{}", String::from_utf8_lossy(&request_body)));
-            if let Some(more) = anything_more(&mut stream).await {
-                record.lock().unwrap().push(more);
-            }
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            stream.write_all(answer.as_bytes()).await.unwrap();
-        }
-    });
-    (address, seen)
-}
-
 #[tokio::test]
 async fn a_plain_http_request_is_forwarded_in_origin_form_and_the_answer_streamed_back() {
     let (origin, seen) = origin_server("the Release file").await;
@@ -466,104 +298,6 @@ async fn requests_that_are_not_proxy_requests_get_a_clear_400() {
 }
 
 #[tokio::test]
-async fn a_slow_client_is_cut_off_at_the_head_deadline_however_it_trickles() {
-    let (echo, accepted) = echo_server().await;
-    let resolver = MapResolver::new(&[("echo.test", &["127.0.0.1"])]);
-    let mut policy = policy(&["echo.test"], &[echo.port()]);
-    policy.limits.head_timeout = Duration::from_millis(400);
-    let (egress, proxy) = start(policy, resolver).await;
-
-    let request = connect(&format!("echo.test:{}", echo.port()));
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    let started = Instant::now();
-    // One byte every 50 ms: each read is prompt, the head never ends in time.
-    let mut answer = Vec::new();
-    for byte in &request[..request.len() - 2] {
-        if stream.write_all(&[*byte]).await.is_err() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if started.elapsed() > Duration::from_secs(2) {
-            break;
-        }
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut answer)).await;
-    let answer = String::from_utf8_lossy(&answer);
-    assert!(
-        answer.starts_with("HTTP/1.1 408 forgehand: request head not complete within"),
-        "{answer}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
-    assert_eq!(accepted.load(Ordering::SeqCst), 0);
-    let summary = egress.shutdown().await;
-    assert!(matches!(
-        summary.records[0].outcome,
-        Outcome::Refused(Refusal::HeadTimeout { .. })
-    ));
-}
-
-#[tokio::test]
-async fn a_header_bomb_is_refused_with_431_and_never_forwarded() {
-    let (origin, seen) = origin_server("x").await;
-    let resolver = MapResolver::new(&[("web.test", &["127.0.0.1"])]);
-    let (egress, proxy) = start(policy(&["web.test"], &[origin.port()]), resolver).await;
-    let base = format!("GET http://web.test:{}/ HTTP/1.1\r\n", origin.port());
-
-    let big = format!("{base}X-Bomb: {}\r\n\r\n", "a".repeat(64 * 1024));
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    // The egress may close while this is still being written.
-    let _ = stream.write_all(big.as_bytes()).await;
-    let answer = read_to_close(&mut stream).await;
-    assert!(
-        answer.starts_with("HTTP/1.1 431 forgehand: request head larger than 16384 bytes"),
-        "{answer}"
-    );
-    let many = format!("{base}{}\r\n", "X: y\r\n".repeat(200));
-    let answer = exchange(proxy, many.as_bytes()).await;
-    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
-    assert!(seen.lock().unwrap().is_empty());
-    egress.shutdown().await;
-}
-
-/// A tiny upstream proxy: records each request head, answers `status`,
-/// then echoes (a tunnel) or closes (a forwarded request).
-async fn upstream_proxy(status: &'static str) -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let record = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let record = record.clone();
-            tokio::spawn(async move {
-                let head = read_head(&mut stream).await;
-                let tunnel = head.starts_with("CONNECT ");
-                record.lock().unwrap().push(head);
-                if !tunnel {
-                    if let Some(more) = anything_more(&mut stream).await {
-                        record.lock().unwrap().push(more);
-                    }
-                }
-                let answer = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
-                stream.write_all(answer.as_bytes()).await.unwrap();
-                if !tunnel {
-                    // A forwarded request: one answer, then close.
-                    return;
-                }
-                let (mut r, mut w) = stream.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    (address, seen)
-}
-
-#[tokio::test]
 async fn an_upstream_proxy_is_chained_without_the_clients_credentials_or_local_resolution() {
     let (upstream, seen) = upstream_proxy("200 Connection established").await;
     // The default ranges: the operator's upstream on loopback is reached
@@ -636,19 +370,6 @@ async fn an_upstream_proxy_is_chained_without_the_clients_credentials_or_local_r
     );
 }
 
-#[derive(Clone)]
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn an_upstream_refusal_reaches_the_client_as_a_502() {
     let (upstream, _) = upstream_proxy("403 Forbidden").await;
@@ -663,91 +384,4 @@ async fn an_upstream_refusal_reaches_the_client_as_a_502() {
         "{answer}"
     );
     egress.shutdown().await;
-}
-
-#[tokio::test]
-async fn connections_beyond_the_limit_get_a_503() {
-    let (echo, _) = echo_server().await;
-    let resolver = MapResolver::new(&[("echo.test", &["127.0.0.1"])]);
-    let mut policy = policy(&["echo.test"], &[echo.port()]);
-    policy.limits.max_connections = 1;
-    let (egress, proxy) = start(policy, resolver).await;
-
-    let mut held = TcpStream::connect(proxy).await.unwrap();
-    held.write_all(&connect(&format!("echo.test:{}", echo.port())))
-        .await
-        .unwrap();
-    assert!(read_head(&mut held).await.starts_with("HTTP/1.1 200 "));
-    let answer = exchange(proxy, &connect(&format!("echo.test:{}", echo.port()))).await;
-    assert!(
-        answer.starts_with("HTTP/1.1 503 forgehand: more than 1 connections at once"),
-        "{answer}"
-    );
-    drop(held);
-    let summary = egress.shutdown().await;
-    assert!(summary
-        .records
-        .iter()
-        .any(|r| r.outcome == Outcome::Refused(Refusal::TooManyConnections { limit: 1 })));
-}
-
-#[tokio::test]
-async fn an_idle_tunnel_is_closed_and_a_stopped_egress_records_live_tunnels() {
-    let (echo, _) = echo_server().await;
-    let resolver = MapResolver::new(&[("echo.test", &["127.0.0.1"])]);
-    let mut policy = policy(&["echo.test"], &[echo.port()]);
-    policy.limits.idle_timeout = Duration::from_millis(300);
-    let (egress, proxy) = start(policy.clone(), resolver.clone()).await;
-
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    stream
-        .write_all(&connect(&format!("echo.test:{}", echo.port())))
-        .await
-        .unwrap();
-    read_head(&mut stream).await;
-    let started = Instant::now();
-    assert_eq!(read_to_close(&mut stream).await, "");
-    assert!(
-        started.elapsed() >= Duration::from_millis(250),
-        "{:?}",
-        started.elapsed()
-    );
-    egress.shutdown().await;
-
-    policy.limits.idle_timeout = Duration::from_secs(60);
-    let (egress, proxy) = start(policy, resolver).await;
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
-    stream
-        .write_all(&connect(&format!("echo.test:{}", echo.port())))
-        .await
-        .unwrap();
-    read_head(&mut stream).await;
-    stream.write_all(b"12345").await.unwrap();
-    let mut echoed = [0u8; 5];
-    stream.read_exact(&mut echoed).await.unwrap();
-    let summary = tokio::time::timeout(Duration::from_secs(2), egress.shutdown())
-        .await
-        .expect("a stop does not wait for live tunnels");
-    assert_eq!(read_to_close(&mut stream).await, "");
-    assert_eq!(summary.records[0].outcome, Outcome::Allowed);
-    assert_eq!(
-        (summary.records[0].bytes_up, summary.records[0].bytes_down),
-        (5, 5)
-    );
-}
-
-#[test]
-fn the_default_limits_are_bounded() {
-    let limits = Limits::default();
-    assert_eq!(limits.max_head_bytes, 16 * 1024);
-    assert!(limits.head_timeout <= Duration::from_secs(30));
-    assert!(limits.idle_timeout <= Duration::from_secs(300));
-    assert!(limits.max_connections <= 256);
-    let policy = Policy::new(AllowHosts::default());
-    assert_eq!(
-        policy.allow_ports.iter().copied().collect::<Vec<_>>(),
-        [80, 443]
-    );
-    assert_eq!(policy.denied, DeniedRanges::default());
-    assert!(policy.upstream.is_none());
 }

@@ -166,9 +166,13 @@ async fn accept_loop(
                     Err(_) => {
                         let response = refuse_busy(&shared);
                         if let Ok(slot) = slots.refusals.clone().try_acquire_owned() {
+                            let cancel = cancel.clone();
                             connections.spawn(async move {
                                 let mut stream = stream;
-                                refuse_and_close(&mut stream, &response).await;
+                                tokio::select! {
+                                    () = refuse_and_close(&mut stream, &response) => {}
+                                    () = cancel.cancelled() => {}
+                                }
                                 drop(slot);
                             });
                         }

@@ -26,6 +26,8 @@ pub enum PolicyError {
     UpstreamProxy { url: String, problem: String },
     #[error("the egress's allowed ports are empty: nothing could be reached")]
     NoPorts,
+    #[error("the egress's limit {0} is zero: nothing could be served")]
+    ZeroLimit(&'static str),
 }
 
 /// One entry of `environment.allow_hosts`.
@@ -275,6 +277,17 @@ impl Policy {
         if self.allow_ports.is_empty() {
             return Err(PolicyError::NoPorts);
         }
+        let limits = &self.limits;
+        for (name, value) in [
+            ("max_head_bytes", limits.max_head_bytes),
+            ("max_headers", limits.max_headers),
+            ("max_connections", limits.max_connections),
+            ("max_records", limits.max_records),
+        ] {
+            if value == 0 {
+                return Err(PolicyError::ZeroLimit(name));
+            }
+        }
         Ok(())
     }
 }
@@ -337,6 +350,19 @@ mod tests {
         );
         assert!(shown.ends_with(" and 5 more"), "{shown}");
         assert_eq!(AllowHosts::default().to_string(), "none");
+    }
+
+    #[test]
+    fn a_policy_that_could_serve_nothing_is_refused() {
+        let mut policy = Policy::new(AllowHosts::default());
+        assert_eq!(policy.validate(), Ok(()));
+        policy.limits.max_connections = 0;
+        assert_eq!(
+            policy.validate(),
+            Err(PolicyError::ZeroLimit("max_connections"))
+        );
+        policy.allow_ports.clear();
+        assert_eq!(policy.validate(), Err(PolicyError::NoPorts));
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub enum Refusal {
     },
     /// The head did not end within the time limit.
     HeadTimeout {
-        secs: u64,
+        millis: u64,
     },
     HostNotAllowed,
     PortNotAllowed,
@@ -100,9 +100,10 @@ impl fmt::Display for Refusal {
             Refusal::HeadTooLarge { limit } => {
                 write!(f, "request head larger than {limit} bytes")
             }
-            Refusal::HeadTimeout { secs } => {
-                write!(f, "request head not complete within {secs} s")
-            }
+            Refusal::HeadTimeout { millis } => match millis % 1000 {
+                0 => write!(f, "request head not complete within {} s", millis / 1000),
+                _ => write!(f, "request head not complete within {millis} ms"),
+            },
             Refusal::HostNotAllowed => f.write_str("not in environment.allow_hosts"),
             Refusal::PortNotAllowed => f.write_str("port not allowed"),
             Refusal::DeniedAddress { denied } => write!(f, "resolves to {denied}"),

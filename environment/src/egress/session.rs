@@ -318,7 +318,11 @@ fn head_refusal(error: HeadError, limits: &Limits) -> Refusal {
             limit: limits.max_head_bytes,
         },
         HeadError::Timeout => Refusal::HeadTimeout {
-            secs: limits.head_timeout.as_secs(),
+            millis: limits
+                .head_timeout
+                .as_millis()
+                .try_into()
+                .unwrap_or(u64::MAX),
         },
         other => Refusal::BadRequest {
             problem: other.to_string(),
