@@ -10,6 +10,8 @@
 //!   private or loopback address.
 //! * [`hosts`]: the allow-list proposed from the host's own package
 //!   managers (`forgehand env hosts`).
+//! * [`build`]: the setup phase, in sandboxes whose only way out is the
+//!   egress proxy; [`cache`]: the built environments kept on disk.
 
 pub mod build;
 pub mod cache;
