@@ -9,6 +9,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod environment;
 mod forges;
 mod git;
 mod locate;
@@ -16,6 +17,7 @@ mod model;
 mod sandbox;
 mod server;
 
+pub use environment::EnvironmentConfig;
 pub use forges::{GitHubConfig, GiteaConfig};
 pub use git::GitConfig;
 pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
@@ -42,6 +44,7 @@ pub struct Config {
     pub git: GitConfig,
     pub model: ModelConfig,
     pub agent: AgentConfig,
+    pub environment: EnvironmentConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -241,6 +244,7 @@ impl Config {
         self.git.problems(&mut problems);
         self.model.problems(&mut problems);
         self.agent.problems(&mut problems);
+        self.environment.problems(&mut problems);
         self.github.problems(&mut problems);
         self.gitea.problems(&mut problems);
         if problems.is_empty() {

@@ -1,6 +1,7 @@
 //! Host-side git: what the host does with a job's working copy, and the
 //! checks that stand between the agent's work and a push.
 
+pub mod checkout;
 pub mod deliver;
 pub mod gate;
 pub mod integrity;
@@ -10,6 +11,7 @@ pub mod retry;
 pub mod secrets;
 pub mod transport;
 
+pub use checkout::{Checkout, CheckoutError, Checkouts};
 pub use deliver::{deliver, Checks, DeliverError, Delivery};
 pub use gate::{Cleared, GatePolicy, GateReport, Oversize, Refusal, RefusalReason};
 pub use integrity::{

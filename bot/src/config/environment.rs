@@ -1,0 +1,118 @@
+//! `[environment]`: how repositories' environments are built and kept
+//! (docs/environments.md). The allow-list is the operator's alone: no
+//! registry is built in (`forgehand env hosts` proposes one from this
+//! host's package managers).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use forgehand_environment::egress::{AllowHosts, Policy, UpstreamProxy};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnvironmentConfig {
+    /// The hosts the setup phase may reach (package registries): a TOML
+    /// list, or one comma-separated string (the form environment
+    /// variables use). Empty: a setup that needs the network fails.
+    #[serde(deserialize_with = "super::string_list")]
+    pub allow_hosts: Vec<String>,
+    /// Extra CA certificates (PEM) the setup phase's tools trust, for
+    /// hosts behind a TLS-inspecting proxy.
+    pub ca_bundle: Option<PathBuf>,
+    /// An HTTP proxy (`http://host:port`) the egress reaches the allowed
+    /// hosts through, for networks that need one.
+    pub upstream_proxy: Option<String>,
+    /// The longest a whole setup (packages and command) may run.
+    pub setup_timeout_secs: u64,
+    /// Memory of the setup sandbox, in MiB.
+    pub memory_mib: u64,
+    /// What a setup may write (the environment it builds), in MiB.
+    pub disk_mib: u64,
+    /// Where environments are kept.
+    pub cache_dir: PathBuf,
+    /// Kept environments past this size are evicted, least recently used
+    /// first.
+    pub cache_max_gib: u64,
+    /// Rounds the agent gets to fix a failing test run before the pull
+    /// request is opened as a draft.
+    pub test_retries: u32,
+    /// A default environment detected from a repository's lockfiles when
+    /// it declares none.
+    pub detect: bool,
+}
+
+impl Default for EnvironmentConfig {
+    fn default() -> Self {
+        EnvironmentConfig {
+            allow_hosts: Vec::new(),
+            ca_bundle: None,
+            upstream_proxy: None,
+            setup_timeout_secs: 1200,
+            memory_mib: 4096,
+            disk_mib: 8192,
+            cache_dir: "forgehand-data/environments".into(),
+            cache_max_gib: 20,
+            test_retries: 1,
+            detect: true,
+        }
+    }
+}
+
+impl EnvironmentConfig {
+    pub fn setup_timeout(&self) -> Duration {
+        Duration::from_secs(self.setup_timeout_secs)
+    }
+
+    /// The egress proxy's policy: the operator's hosts, the default ports,
+    /// ranges and limits, the upstream when one is set.
+    pub fn egress(&self) -> Result<Policy, String> {
+        let hosts = AllowHosts::parse(&self.allow_hosts)
+            .map_err(|e| format!("environment.allow_hosts: {e}"))?;
+        let mut policy = Policy::new(hosts);
+        if let Some(upstream) = &self.upstream_proxy {
+            policy.upstream = Some(
+                UpstreamProxy::parse(upstream)
+                    .map_err(|e| format!("environment.upstream_proxy: {e}"))?,
+            );
+        }
+        Ok(policy)
+    }
+
+    /// The extra CA certificates, read.
+    pub fn ca_bundle(&self) -> Result<Option<Vec<u8>>, String> {
+        let Some(path) = &self.ca_bundle else {
+            return Ok(None);
+        };
+        let bytes = std::fs::read(path)
+            .map_err(|e| format!("environment.ca_bundle: {}: {e}", path.display()))?;
+        if !bytes
+            .windows(27)
+            .any(|w| w == b"-----BEGIN CERTIFICATE-----")
+        {
+            return Err(format!(
+                "environment.ca_bundle: {} holds no PEM certificate",
+                path.display()
+            ));
+        }
+        Ok(Some(bytes))
+    }
+
+    pub(super) fn problems(&self, problems: &mut Vec<String>) {
+        if let Err(problem) = self.egress() {
+            problems.push(problem);
+        }
+        if let Err(problem) = self.ca_bundle() {
+            problems.push(problem);
+        }
+        if self.setup_timeout_secs == 0 {
+            problems.push("environment.setup_timeout_secs: must be at least 1".into());
+        }
+        if self.memory_mib < 64 {
+            problems.push("environment.memory_mib: must be at least 64".into());
+        }
+        if self.disk_mib < 64 {
+            problems.push("environment.disk_mib: must be at least 64".into());
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! A commit's files as the environment's declaration reads them: from the
+//! git objects (the mirror's, or a local repository's), never from a
+//! working tree the agent could have changed.
+
+use forgehand_environment::spec::{FilesError, RepoFiles};
+use git2::{ObjectType, Repository, Tree};
+
+/// The files of one commit's tree.
+pub struct CommitFiles<'r> {
+    repo: &'r Repository,
+    tree: Tree<'r>,
+}
+
+impl<'r> CommitFiles<'r> {
+    pub fn new(repo: &'r Repository, commit: git2::Oid) -> Result<Self, git2::Error> {
+        let tree = repo.find_commit(commit)?.tree()?;
+        Ok(CommitFiles { repo, tree })
+    }
+
+    /// The blob at `path`, when it is a regular file (not a link, a
+    /// submodule or a directory).
+    fn blob(&self, path: &str) -> Option<git2::Oid> {
+        let entry = self.tree.get_path(std::path::Path::new(path)).ok()?;
+        let regular = matches!(entry.filemode(), 0o100644 | 0o100755);
+        (entry.kind() == Some(ObjectType::Blob) && regular).then(|| entry.id())
+    }
+}
+
+impl RepoFiles for CommitFiles<'_> {
+    fn read(&self, path: &str, max: u64) -> Result<Option<Vec<u8>>, FilesError> {
+        let Some(id) = self.blob(path) else {
+            return Ok(None);
+        };
+        let read_error = |e: git2::Error| FilesError::Read {
+            path: path.to_owned(),
+            source: Box::new(e),
+        };
+        // The object's size from its header first: a large blob is never
+        // read whole.
+        let odb = self.repo.odb().map_err(read_error)?;
+        let (size, _) = odb.read_header(id).map_err(read_error)?;
+        if size as u64 > max {
+            return Err(FilesError::TooLarge {
+                path: path.to_owned(),
+                max,
+            });
+        }
+        let blob = self.repo.find_blob(id).map_err(read_error)?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.blob(path).is_some()
+    }
+}

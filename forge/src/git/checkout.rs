@@ -1,0 +1,307 @@
+//! Shared checkouts: the files of one commit, checked out once from the
+//! mirror and read by every job that starts from that commit. A job's
+//! working copy is a writable layer over one (an overlay the job mounts),
+//! so starting a job on a large repository writes nothing but the job's
+//! own git directory, and concurrent jobs share one checkout on disk.
+//!
+//! ```text
+//! <root>/<forge>/<owner>/<name>/<commit>/tree/     the files (the sandbox user's: it writes through a layer above them)
+//! <root>/<forge>/<owner>/<name>/<commit>/repo.git/ a git directory whose index knows the files' stat data
+//! <root>/<forge>/<owner>/<name>/<commit>.make      held exclusively to make or remove it
+//! <root>/<forge>/<owner>/<name>/<commit>.use       held shared by each job using it, exclusively to remove it
+//! ```
+//!
+//! A job takes the use lock before it lets the make lock go, and removing
+//! takes the make lock first: a checkout is never removed between being
+//! found and being used, and no lock waits on another in a cycle.
+//!
+//! A checkout is never changed once made: overlayfs writes only to a
+//! job's upper layer.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+use super::transport;
+
+/// Where the shared checkouts live.
+#[derive(Debug, Clone)]
+pub struct Checkouts {
+    root: PathBuf,
+}
+
+/// A checkout in use: not removed while this lives.
+#[derive(Debug)]
+pub struct Checkout {
+    pub commit: Oid,
+    /// The commit's files.
+    pub tree: PathBuf,
+    /// The git index of `tree`: a job's git directory starts from a copy
+    /// of it, so git finds the unchanged files unchanged without reading
+    /// them.
+    pub index: PathBuf,
+    _lock: File,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    #[error("the shared checkout at {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("checking out {commit}: {source}")]
+    Git {
+        commit: Oid,
+        #[source]
+        source: git2::Error,
+    },
+}
+
+fn at(path: &Path) -> impl FnOnce(io::Error) -> CheckoutError + '_ {
+    move |source| CheckoutError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl Checkouts {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Checkouts { root: root.into() }
+    }
+
+    /// The checkout of `commit` of the repository `key` (plain path
+    /// segments: `github/owner/name`), made from `repo` (its mirror) when
+    /// missing. `prepare` runs on the fresh files before anyone uses them
+    /// (the caller gives them to the sandbox user); the index is brought
+    /// up to date with what it did.
+    pub fn ensure(
+        &self,
+        key: &str,
+        repo: &Repository,
+        commit: Oid,
+        prepare: &dyn Fn(&Path) -> io::Result<()>,
+    ) -> Result<Checkout, CheckoutError> {
+        let parent = self.root.join(key);
+        std::fs::create_dir_all(&parent).map_err(at(&parent))?;
+        let dir = parent.join(commit.to_string());
+        let making = open_lock(&parent.join(format!("{commit}.make")))?;
+        flock(&making, libc::LOCK_EX).map_err(at(&dir))?;
+        if !dir.join("ready").exists() {
+            make(repo, commit, &dir, prepare)?;
+        }
+        // In use from here: removed only when no job holds it.
+        let using = open_lock(&parent.join(format!("{commit}.use")))?;
+        flock(&using, libc::LOCK_SH).map_err(at(&dir))?;
+        drop(making);
+        Ok(Checkout {
+            commit,
+            tree: dir.join("tree"),
+            index: dir.join("repo.git").join("index"),
+            _lock: using,
+        })
+    }
+
+    /// Removes the checkouts of `key` that no job holds, but the `keep`
+    /// most recently made ones and `except`.
+    pub fn prune(&self, key: &str, keep: usize, except: Oid) -> usize {
+        let parent = self.root.join(key);
+        let mut made: Vec<(std::time::SystemTime, String)> = std::fs::read_dir(&parent)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().join("ready").exists())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let when = e.path().join("ready").metadata().ok()?.modified().ok()?;
+                (name != except.to_string()).then_some((when, name))
+            })
+            .collect();
+        made.sort();
+        let mut removed = 0;
+        let surplus = made.len().saturating_sub(keep);
+        for (_, name) in made.into_iter().take(surplus) {
+            let (Ok(making), Ok(using)) = (
+                open_lock(&parent.join(format!("{name}.make"))),
+                open_lock(&parent.join(format!("{name}.use"))),
+            ) else {
+                continue;
+            };
+            if flock(&making, libc::LOCK_EX).is_ok()
+                && flock(&using, libc::LOCK_EX | libc::LOCK_NB).is_ok()
+            {
+                remove_tree(&parent.join(&name));
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+/// Checks `commit` out into `dir`, under the make lock; `ready` is
+/// written last, so what a crash left half made is made again.
+fn make(
+    repo: &Repository,
+    commit: Oid,
+    dir: &Path,
+    prepare: &dyn Fn(&Path) -> io::Result<()>,
+) -> Result<(), CheckoutError> {
+    transport::isolate_from_host_config();
+    let git = |source| CheckoutError::Git { commit, source };
+    remove_tree(dir);
+    let (tree_dir, git_dir) = (dir.join("tree"), dir.join("repo.git"));
+    std::fs::create_dir_all(&tree_dir).map_err(at(&tree_dir))?;
+    let mut options = git2::RepositoryInitOptions::new();
+    options
+        .workdir_path(&tree_dir)
+        .no_dotgit_dir(true)
+        .mkpath(true);
+    let copy = Repository::init_opts(&git_dir, &options).map_err(git)?;
+    let gitlink = tree_dir.join(".git");
+    if gitlink.is_file() {
+        std::fs::remove_file(&gitlink).map_err(at(&gitlink))?;
+    }
+    // The mirror's objects, read in place.
+    let alternates = git_dir.join("objects/info/alternates");
+    std::fs::write(
+        &alternates,
+        format!("{}\n", repo.path().join("objects").display()),
+    )
+    .map_err(at(&alternates))?;
+    // Read through the alternates: the objects are the mirror's.
+    let tree = copy.find_commit(commit).map_err(git)?.tree().map_err(git)?;
+    copy.set_head_detached(commit).map_err(git)?;
+    copy.checkout_tree(
+        tree.as_object(),
+        Some(git2::build::CheckoutBuilder::new().force()),
+    )
+    .map_err(git)?;
+    drop(tree);
+    prepare(&tree_dir).map_err(at(&tree_dir))?;
+    // The owner changed: the index learns the files' stat data again.
+    let mut index = copy.index().map_err(git)?;
+    index.update_all(["*"].iter(), None).map_err(git)?;
+    index.write().map_err(git)?;
+    drop(copy);
+    let ready = dir.join("ready");
+    std::fs::write(&ready, commit.to_string()).map_err(at(&ready))
+}
+
+fn open_lock(path: &Path) -> Result<File, CheckoutError> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(at(path))
+}
+
+fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
+    // SAFETY: flock on a descriptor we hold; released when it closes.
+    if unsafe { libc::flock(file.as_raw_fd(), operation) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn remove_tree(dir: &Path) {
+    if std::fs::symlink_metadata(dir).is_ok() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Repository, Oid) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path().join("r")).unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = repo.workdir().unwrap().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+        let commit = repo
+            .commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
+            .unwrap();
+        drop(tree);
+        (dir, repo, commit)
+    }
+
+    #[test]
+    fn a_commit_is_checked_out_once_and_shared() {
+        let (dir, repo, commit) = repo_with(&[("a.txt", "a\n"), ("src/b.rs", "fn b() {}\n")]);
+        let checkouts = Checkouts::new(dir.path().join("checkouts"));
+        let prepared = std::sync::atomic::AtomicUsize::new(0);
+        let count = |_: &Path| {
+            prepared.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        };
+        let first = checkouts
+            .ensure("github/acme/r", &repo, commit, &count)
+            .unwrap();
+        let second = checkouts
+            .ensure("github/acme/r", &repo, commit, &count)
+            .unwrap();
+        assert_eq!(first.tree, second.tree);
+        assert_eq!(
+            prepared.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "made once"
+        );
+        assert_eq!(
+            std::fs::read_to_string(first.tree.join("src/b.rs")).unwrap(),
+            "fn b() {}\n"
+        );
+        assert!(
+            !first.tree.join(".git").exists(),
+            "no pointer to a git directory in the tree"
+        );
+        // The index knows the files: a status reads none of them as changed.
+        let copy = Repository::open(first.tree.parent().unwrap().join("repo.git")).unwrap();
+        assert!(copy.statuses(None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_unheld_old_checkouts_are_pruned() {
+        let (dir, repo, one) = repo_with(&[("a", "1")]);
+        let checkouts = Checkouts::new(dir.path().join("checkouts"));
+        let noop = |_: &Path| Ok(());
+        let held = checkouts.ensure("k/o/r", &repo, one, &noop).unwrap();
+        let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+        let parent = repo.find_commit(one).unwrap();
+        let two = repo
+            .commit(
+                Some("HEAD"),
+                &sig,
+                &sig,
+                "2",
+                &parent.tree().unwrap(),
+                &[&parent],
+            )
+            .unwrap();
+        drop(checkouts.ensure("k/o/r", &repo, two, &noop).unwrap());
+        assert_eq!(
+            checkouts.prune("k/o/r", 0, Oid::zero()),
+            1,
+            "the held one stays"
+        );
+        assert!(held.tree.exists());
+        drop(held);
+        assert_eq!(checkouts.prune("k/o/r", 0, Oid::zero()), 1);
+        assert!(!dir
+            .path()
+            .join("checkouts/k/o/r")
+            .join(one.to_string())
+            .exists());
+    }
+}
