@@ -332,7 +332,7 @@ pub fn remote_heads(
 }
 
 /// A new bare repository at `path` with everything of `url` fetched into
-/// it: the start of a mirror.
+/// it, in one try (the mirror cache's own first fetch is retried).
 pub fn clone_bare(
     path: &Path,
     url: &str,
