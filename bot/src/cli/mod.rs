@@ -3,6 +3,7 @@
 mod doctor;
 pub mod run;
 mod sandbox_exec;
+pub mod setup;
 
 pub use doctor::doctor;
 pub use sandbox_exec::{sandbox_exec, SandboxExecArgs};

@@ -163,7 +163,7 @@ async fn understand(
     let body = body::read(body, limit, &state.body_budget, deadline)
         .await
         .map_err(|error| body_refusal(error, limit))?;
-    if signature::verify(&body, &signature, secrets).is_err() {
+    if signature::verify(&body, &signature, &secrets).is_err() {
         return Err(refuse(StatusCode::UNAUTHORIZED, "signature does not match"));
     }
 
@@ -196,14 +196,14 @@ async fn understand(
 }
 
 /// The secrets of the endpoint, if the delivery's headers belong there.
-fn secrets_for<'a>(
-    state: &'a AppState,
+fn secrets_for(
+    state: &AppState,
     endpoint: Endpoint,
     read: &DeliveryHeaders,
-) -> Result<&'a [SecretString], Refusal> {
+) -> Result<std::sync::Arc<Vec<SecretString>>, Refusal> {
     match (endpoint, read.forge.is_gitea_family()) {
-        (Endpoint::Github, false) => Ok(&state.github_secrets),
-        (Endpoint::Gitea, true) => Ok(&state.gitea_secrets),
+        (Endpoint::Github, false) => Ok(state.github_secrets.current()),
+        (Endpoint::Gitea, true) => Ok(state.gitea_secrets.current()),
         (Endpoint::Github, true) => Err(refuse_unread(
             StatusCode::BAD_REQUEST,
             "this is a Gitea/Forgejo delivery; point the webhook at /webhooks/gitea",
