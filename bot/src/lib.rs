@@ -6,6 +6,7 @@ pub mod agent;
 pub mod cli;
 pub mod command;
 pub mod config;
+pub mod container;
 pub mod github_app;
 pub mod host_secrets;
 pub mod job;

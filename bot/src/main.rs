@@ -34,8 +34,14 @@ enum Command {
     Serve,
     /// Validate the configuration and print it, secrets redacted.
     CheckConfig,
-    /// Check each sandbox backend and the guest rootfs; say what jobs would use.
-    Doctor,
+    /// Check each sandbox backend and the guest rootfs, say what jobs would
+    /// use; check the forge's credentials and that server.public_url answers.
+    Doctor {
+        /// Also check this repository (OWNER/NAME): the App installed, the
+        /// webhook registered, the trigger label there.
+        #[arg(long)]
+        repo: Option<String>,
+    },
     /// Sandboxes by hand.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -143,9 +149,9 @@ fn main() -> ExitCode {
             eprintln!("configuration is valid");
             ExitCode::SUCCESS
         }
-        Command::Doctor => {
+        Command::Doctor { repo } => {
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-            match runtime.block_on(doctor(&config, &mut std::io::stdout())) {
+            match runtime.block_on(doctor(&config, repo.as_deref(), &mut std::io::stdout())) {
                 Ok(0) => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
                 Err(error) => {

@@ -207,9 +207,13 @@ async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxSt
             "unmounted working copies left by a process that died"
         );
     }
-    sandboxes::prepare(&config.sandbox)
-        .await
-        .context("no sandbox for the agent's tools (see `forgehand doctor`)")
+    sandboxes::prepare(&config.sandbox).await.map_err(|error| {
+        let hints: String = crate::container::hints(&config.sandbox)
+            .iter()
+            .map(|h| format!("\n  {h}"))
+            .collect();
+        anyhow::anyhow!("no sandbox for the agent's tools (see `forgehand doctor`): {error}{hints}")
+    })
 }
 
 /// What runs the jobs of `forgehand serve`: the pipeline, on the sandbox

@@ -282,6 +282,22 @@ async fn the_token_mode_wires_a_repository_once(kind: Kind) {
         Kind::Gitea => ("gitea", "gitea", "push"),
     };
     let hook_url = format!("{}/webhooks/{family}", story.base());
+    // Before: doctor finds the token good but the repository unwired.
+    let before = story.cli(&["doctor", "--repo", REPO]);
+    let report = text(&before.stdout);
+    assert_eq!(before.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains(&format!("{family:<18} ok: a token of forgehand")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!("no webhook to {hook_url} on acme/demo")),
+        "{report}"
+    );
+    assert!(
+        report.contains("no label `forgehand` on acme/demo"),
+        "{report}"
+    );
     for run in 1..=2 {
         let out = story.cli(&["setup", command, "--repo", REPO]);
         let stdout = text(&out.stdout);
@@ -339,6 +355,24 @@ async fn the_token_mode_wires_a_repository_once(kind: Kind) {
         s.webhooks.secret_of(id)
     });
     assert_eq!(secret.as_deref(), Some(story.webhook_secret()));
+    let after = story.cli(&["doctor", "--repo", REPO]);
+    let report = text(&after.stdout);
+    assert_eq!(after.status.code(), Some(0), "{report}");
+    assert!(
+        report.contains(&format!("{hook_url} is registered on acme/demo")),
+        "{report}"
+    );
+    assert!(
+        report.contains("`forgehand` exists on acme/demo"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "public url         ok: {}/healthz answers",
+            story.base()
+        )),
+        "{report}"
+    );
 
     story.label(1).await;
     let jobs = story.settled().await;

@@ -1,6 +1,7 @@
 //! Subcommands beyond `serve`: what operators run by hand.
 
 mod doctor;
+mod doctor_forge;
 pub mod run;
 mod sandbox_exec;
 pub mod setup;

@@ -242,12 +242,17 @@ impl GiteaSetup {
         Ok(())
     }
 
+    /// Whether a label `name` is there, whatever its case.
+    pub async fn label_exists(&self, scope: &Scope, name: &str) -> Result<bool, SetupError> {
+        let labels: Vec<LabelAnswer> = self.list(&format!("{}/labels", scope.path())).await?;
+        Ok(labels.iter().any(|l| l.name.eq_ignore_ascii_case(name)))
+    }
+
     /// Creates the label `name` (on the repository, or the organization's
     /// label every repository in it can use) unless one of that name is
     /// there, whatever its case.
     pub async fn ensure_label(&self, scope: &Scope, name: &str) -> Result<Outcome, SetupError> {
-        let labels: Vec<LabelAnswer> = self.list(&format!("{}/labels", scope.path())).await?;
-        if labels.iter().any(|l| l.name.eq_ignore_ascii_case(name)) {
+        if self.label_exists(scope, name).await? {
             return Ok(Outcome::Unchanged);
         }
         let body = NewLabel {

@@ -191,6 +191,57 @@ pub async fn app_identity(
     app_id: u64,
     pem: &SecretString,
 ) -> Result<AppIdentity, SetupError> {
+    let http = Http::new(
+        api_url,
+        Auth::Bearer(app_jwt(app_id, pem)?),
+        vec![API_VERSION],
+    )?;
+    http.get("/app").await
+}
+
+/// The installation of the App on `repo`, if it is installed there, and
+/// a token of it (to read what the App may read there).
+pub async fn installation_token(
+    api_url: &str,
+    app_id: u64,
+    pem: &SecretString,
+    repo: &Scope,
+) -> Result<Option<(u64, SecretString)>, SetupError> {
+    #[derive(Deserialize)]
+    struct Installation {
+        id: u64,
+    }
+    #[derive(Deserialize)]
+    struct Token {
+        token: String,
+    }
+    let http = Http::new(
+        api_url,
+        Auth::Bearer(app_jwt(app_id, pem)?),
+        vec![API_VERSION],
+    )?;
+    let found = http
+        .get::<Installation>(&format!("{}/installation", repo.path()))
+        .await;
+    let installation = match found {
+        Ok(i) => i,
+        Err(e) if e.status() == Some(404) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let token: Token = http
+        .send(
+            Method::POST,
+            &format!("/app/installations/{}/access_tokens", installation.id),
+            None::<&()>,
+        )
+        .await?
+        .json()?;
+    Ok(Some((installation.id, SecretString::from(token.token))))
+}
+
+/// A JWT signed with the App's key, as GitHub takes it for the App's own
+/// calls.
+fn app_jwt(app_id: u64, pem: &SecretString) -> Result<SecretString, SetupError> {
     #[derive(Serialize)]
     struct Claims {
         iat: i64,
@@ -206,18 +257,13 @@ pub async fn app_identity(
         exp: now + 540,
         iss: app_id.to_string(),
     };
-    let jwt = jsonwebtoken::encode(
+    jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
         &claims,
         &key,
     )
-    .map_err(|e| SetupError::Invalid(format!("signing the App's JWT: {e}")))?;
-    let http = Http::new(
-        api_url,
-        Auth::Bearer(SecretString::from(jwt)),
-        vec![API_VERSION],
-    )?;
-    http.get("/app").await
+    .map(SecretString::from)
+    .map_err(|e| SetupError::Invalid(format!("signing the App's JWT: {e}")))
 }
 
 /// A repository as the token sees it.
@@ -314,6 +360,15 @@ impl GitHubSetup {
         })
     }
 
+    /// The token's user (`GET /user`): proves the token valid.
+    pub async fn user(&self) -> Result<String, SetupError> {
+        #[derive(Deserialize)]
+        struct User {
+            login: String,
+        }
+        Ok(self.http.get::<User>("/user").await?.login)
+    }
+
     /// What the token may do on the repository.
     pub async fn repository(&self, repo: &Scope) -> Result<RepoAccess, SetupError> {
         let answer = self
@@ -400,19 +455,24 @@ impl GitHubSetup {
         Ok(())
     }
 
-    /// Creates the label `name` on the repository unless it is there
-    /// (GitHub finds a label by its name whatever its case, as Forgehand
-    /// compares it).
-    pub async fn ensure_label(&self, scope: &Scope, name: &str) -> Result<Outcome, SetupError> {
+    /// Whether the repository has the label `name` (GitHub finds a label
+    /// by its name whatever its case, as Forgehand compares it).
+    pub async fn label_exists(&self, scope: &Scope, name: &str) -> Result<bool, SetupError> {
         let found = self
             .http
             .get::<LabelAnswer>(&format!("{}/labels/{}", scope.path(), segment(name)))
             .await;
         match found {
-            Ok(label) if label.name.eq_ignore_ascii_case(name) => return Ok(Outcome::Unchanged),
-            Ok(_) => {}
-            Err(e) if e.status() == Some(404) => {}
-            Err(e) => return Err(e),
+            Ok(label) => Ok(label.name.eq_ignore_ascii_case(name)),
+            Err(e) if e.status() == Some(404) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the label `name` on the repository unless it is there.
+    pub async fn ensure_label(&self, scope: &Scope, name: &str) -> Result<Outcome, SetupError> {
+        if self.label_exists(scope, name).await? {
+            return Ok(Outcome::Unchanged);
         }
         let body = NewLabel {
             name,

@@ -44,6 +44,7 @@ pub(super) fn github(
     let scope = HookScope::Repo(repo.clone());
     let answer = match (method, t, template) {
         ("POST", _, "/app-manifests/{code}/conversions") => convert(s, &r.arg("code")),
+        ("GET", _, "/user") => Ok((StatusCode::OK, user_json(Kind::GitHub, r.user))),
         ("GET", _, "/app") => {
             let id: u64 = r.user.strip_prefix("app:")?.parse().ok()?;
             let app = s.manifest_apps.iter().find(|a| a.id == id);
