@@ -78,18 +78,19 @@ cmd_flags() {
   case "$backend" in
     namespace)
       # bubblewrap makes user, mount, PID and network namespaces and
-      # mounts a fresh /proc: the container's seccomp and AppArmor
-      # profiles forbid those calls, and the kernel refuses a new /proc
-      # while the runtime's masks cover parts of the container's. The
-      # sandboxes' limits are cgroups the container must be able to
-      # write, and each working copy is an ext4 image on a loop device.
-      # --privileged gives all of that at once (it is what podman and
-      # docker offer for a writable cgroup tree and loop devices); the
-      # agent still runs as the unprivileged forgehand-sandbox user
-      # inside bubblewrap, never as the container's root.
+      # mounts a fresh /proc: the runtime's seccomp and AppArmor profiles
+      # forbid those calls, and the kernel refuses a new /proc while the
+      # runtime's masks cover parts of the container's. The sandboxes'
+      # limits are cgroups the container must be able to write, and each
+      # working copy is an ext4 image on a loop device. --privileged gives
+      # all of that at once (it is what podman and docker offer for a
+      # writable cgroup tree and loop devices); the agent still runs as
+      # the unprivileged forgehand-sandbox user inside bubblewrap, never
+      # as the container's root. A cgroup namespace of its own keeps the
+      # host's cgroup tree out of sight (the default on cgroup v2 hosts).
       echo "--privileged"
       echo "--cgroupns=private"
-      echo "--security-opt=unmask=ALL"
+      echo "--env=FORGEHAND_SANDBOX__BACKEND=namespace"
       ;;
     microvm)
       # libkrun boots each sandbox under KVM: the device is all it needs.

@@ -83,3 +83,34 @@ guest_rootfs() {
   as_root bash "$repo/images/build-rootfs" "$out" >&2
   echo "$out"
 }
+
+# container_packages: podman with runc (crun cannot run the sandbox's
+# nested namespaces on every host, these among them) to build and run
+# the container image, and docker-compose, which parses
+# deploy/compose.yaml in the tests.
+container_packages() {
+  apt_install podman runc docker-compose
+}
+
+# container_base: the offline image build's base (deploy/image.sh base):
+# Debian with the runtime's packages, debootstrapped once into a tarball
+# cached under /var/cache/forgehand/container-base, imported as
+# localhost/forgehand-base:bookworm. No container registry is involved.
+container_base() {
+  as_root bash "$repo/deploy/image.sh" base
+}
+
+# k8s_validator: kubernetes-validate from PyPI, which bundles the
+# Kubernetes API's schemas (manifests are checked offline), in a venv of
+# its own under /var/cache/forgehand/tools; its path goes to stdout.
+K8S_VALIDATE_VERSION=1.37.0
+k8s_validator() {
+  local venv=/var/cache/forgehand/tools/kubernetes-validate-$K8S_VALIDATE_VERSION
+  if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    apt_install python3-venv >&2
+    echo "==> installing kubernetes-validate $K8S_VALIDATE_VERSION (PyPI) into $venv" >&2
+    as_root /usr/bin/python3 -m venv "$venv" >&2
+    as_root "$venv/bin/pip" install -q "kubernetes-validate==$K8S_VALIDATE_VERSION" >&2
+  fi
+  echo "$venv/bin/kubernetes-validate"
+}
