@@ -114,3 +114,44 @@ k8s_validator() {
   fi
   echo "$venv/bin/kubernetes-validate"
 }
+
+# microvm_pieces: whether microsandbox's runtime pieces are here (the
+# microvm backend needs them besides KVM); when not, says on stderr what
+# is missing and how to get each, and returns 1. Looked for where
+# Forgehand looks: FORGEHAND_SANDBOX__*_PATH, microsandbox's MSB_*, else
+# ~/.microsandbox.
+microvm_pieces() {
+  local home="${MSB_HOME:-$HOME/.microsandbox}" missing=0
+  local msb="${FORGEHAND_SANDBOX__MSB_PATH:-${MSB_PATH:-$home/bin/msb}}"
+  local krunfw="${FORGEHAND_SANDBOX__LIBKRUNFW_PATH:-${MSB_LIBKRUNFW_PATH:-$home/lib/libkrunfw.so.5.6.1}}"
+  local agentd="${FORGEHAND_SANDBOX__AGENTD_PATH:-${MSB_AGENTD_PATH:-}}"
+  if [ ! -x "$msb" ]; then
+    echo "    msb (the microsandbox runtime) is not at $msb: cargo install microsandbox-cli --version 0.7.13 --no-default-features --features net, then set FORGEHAND_SANDBOX__MSB_PATH" >&2
+    missing=1
+  fi
+  if [ ! -f "$krunfw" ]; then
+    echo "    libkrunfw (the guest kernel) is not at $krunfw: take libkrunfw.so.5.6.1 from a microsandbox 0.7.13 release, then set FORGEHAND_SANDBOX__LIBKRUNFW_PATH" >&2
+    missing=1
+  fi
+  if [ -z "$agentd" ] || [ ! -x "$agentd" ]; then
+    echo "    agentd (the guest agent) is not set: build crate microsandbox-agentd 0.7.13 for x86_64-unknown-linux-musl, then set FORGEHAND_SANDBOX__AGENTD_PATH" >&2
+    missing=1
+  fi
+  return "$missing"
+}
+
+# microvm_boots BIN [ARGS...]: the boot probe. `forgehand doctor` with
+# sandbox.backend = "microvm" boots a trial microVM from the guest rootfs
+# and runs `true` in it; only that shows this host's KVM runs a guest
+# (/dev/kvm can be there and boot nothing). Returns 0 when it did; else
+# prints doctor's verdict on the microvm backend on stderr.
+microvm_boots() {
+  local bin="$1" report
+  shift
+  report="$(FORGEHAND_SANDBOX__BACKEND=microvm "$bin" doctor "$@" 2>&1 || true)"
+  if printf '%s\n' "$report" | grep -q '^backend microvm *usable'; then
+    return 0
+  fi
+  printf '%s\n' "$report" | grep '^backend microvm' >&2 || printf '%s\n' "$report" >&2
+  return 1
+}
