@@ -273,4 +273,48 @@ async fn the_image_runs_a_usable_sandbox_and_answers_a_signed_webhook() {
     );
     // The database is in the data volume.
     assert!(data.join("forgehand.db").exists());
+
+    // An intake-only node needs no sandbox: it runs as the image's
+    // unprivileged user, with no extra rights.
+    let intake_port = free_port();
+    let intake_name = format!("forgehand-test-intake-{}", std::process::id());
+    let _intake = Container(intake_name.clone());
+    let mut args: Vec<String> = vec![
+        "run".into(),
+        "--detach".into(),
+        format!("--name={intake_name}"),
+        "--user=forgehand".into(),
+    ];
+    let intake_flags: Vec<String> =
+        String::from_utf8_lossy(&image_sh(&["flags", "--backend", "intake"]).stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+    args.extend(
+        common(intake_port, &dir.path().join("intake-data"), &config)
+            .into_iter()
+            .filter(|a| !a.contains("/var/lib/forgehand")),
+    );
+    args.extend(intake_flags);
+    args.push(TAG.to_owned());
+    let out = podman(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", text(&out));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = client
+            .get(format!("http://127.0.0.1:{intake_port}/readyz"))
+            .send()
+            .await;
+        if ready.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        let logs = text(&podman(&["logs", &intake_name]));
+        assert!(
+            Instant::now() < deadline,
+            "the intake node was not ready within 60 s:\n{logs}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let uid = text(&podman(&["exec", &intake_name, "id", "-u"]));
+    assert_ne!(uid.trim(), "0", "the intake node runs as root");
 }
