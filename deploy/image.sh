@@ -120,7 +120,8 @@ cmd_base() {
   suite="${spec%% *}"
   packages="${spec#* }"
   arch="$(dpkg --print-architecture)"
-  hash="$({ printf 'suite=%s\narch=%s\n' "$suite" "$arch"; cat "$here/container/runtime.packages"; } | sha256sum | cut -c1-16)"
+  # The list and this script decide the tarball's content.
+  hash="$({ printf 'suite=%s\narch=%s\n' "$suite" "$arch"; cat "$here/container/runtime.packages" "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
   tarball="$cache/base-$suite-$arch-$hash.tar"
   if [ "$force" = 0 ] && "$eng" image exists "$base_image-$hash" 2>/dev/null; then
     "$eng" tag "$base_image-$hash" "$base_image"
@@ -140,6 +141,21 @@ cmd_base() {
       "$suite" "$tmp/root" "$mirror" >"$tmp/debootstrap.out" 2>&1 ||
       { tail -n 30 "$tmp/debootstrap.out" >&2; die "debootstrap failed"; }
     rm -rf "$tmp/root"/var/lib/apt/lists/* "$tmp/root"/var/cache/apt/archives/*.deb "$tmp/root"/var/cache/apt/*.bin
+    # As Debian's slim images: no manuals, translations or documentation
+    # but the copyright files (half the size of the packages above), now
+    # and for what apt installs later.
+    cat >"$tmp/root/etc/dpkg/dpkg.cfg.d/forgehand-slim" <<'SLIM'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+SLIM
+    find "$tmp/root/usr/share/doc" -mindepth 1 -not -name copyright -not -type d -delete
+    find "$tmp/root/usr/share/doc" -mindepth 1 -type d -empty -delete
+    rm -rf "$tmp/root"/usr/share/man/* "$tmp/root"/usr/share/info/*
+    find "$tmp/root/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
     # The container runtime provides these; the host's must not leak in.
     : >"$tmp/root/etc/resolv.conf"
     rm -f "$tmp/root/etc/hostname"
@@ -147,15 +163,22 @@ cmd_base() {
     mv "$tmp/base.tar" "$tarball"
     rm -rf --one-file-system "$tmp"
     trap - EXIT
+    # Tarballs of other lists or scripts are stale.
+    find "$cache" -maxdepth 1 -name 'base-*.tar' -not -name "$(basename "$tarball")" -delete
   fi
   echo "==> importing $tarball as $base_image"
   "$eng" import --change 'CMD ["/bin/bash"]' "$tarball" "$base_image-$hash" >/dev/null
   "$eng" tag "$base_image-$hash" "$base_image"
+  # Bases of other hashes are stale (removed unless something uses them).
+  local old
+  for old in $("$eng" images --format '{{.Repository}}:{{.Tag}}' | grep "^${base_image}-" | grep -v -- "-$hash\$"); do
+    "$eng" rmi "$old" >/dev/null 2>&1 || true
+  done
   echo "base image: $base_image ($hash)"
 }
 
 cmd_build() {
-  local offline=0 binary="" features="" tag="$tag_default"
+  local offline=0 binary="" features="" tag="$tag_default" previous
   while [ $# -gt 0 ]; do
     case "$1" in
       --offline) offline=1 ;;
@@ -189,6 +212,7 @@ cmd_build() {
     args+=(--target runtime-offline --build-arg "BASE=$base_image")
     [ "$(basename "$eng")" != podman ] || args+=(--pull=never)
     echo "==> $eng ${args[*]} (offline, binary $binary)"
+    previous="$("$eng" image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
     "$eng" "${args[@]}" "$context"
     rm -rf "$context"
     trap - EXIT
@@ -196,7 +220,12 @@ cmd_build() {
     args+=(--target runtime)
     [ -z "$features" ] || args+=(--build-arg "FEATURES=$features")
     echo "==> $eng ${args[*]} $repo"
+    previous="$("$eng" image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
     "$eng" "${args[@]}" "$repo"
+  fi
+  # The image this tag named before, when nothing else names or runs it.
+  if [ -n "$previous" ] && [ "$previous" != "$("$eng" image inspect --format '{{.Id}}' "$tag")" ]; then
+    "$eng" rmi "$previous" >/dev/null 2>&1 || true
   fi
   echo "built $tag ($("$eng" image inspect --format '{{.Size}}' "$tag") bytes)"
 }
