@@ -56,7 +56,7 @@ struct Container(String);
 impl Drop for Container {
     fn drop(&mut self) {
         let _ = Command::new("podman")
-            .args(["rm", "-f", "-t", "5", &self.0])
+            .args(["rm", "--force", "--volumes", "--time", "5", &self.0])
             .output();
     }
 }
