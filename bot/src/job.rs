@@ -1,100 +1,129 @@
-//! Typed jobs: what a trigger asks Forgehand to do, as stored in the queue.
+//! Jobs: the typed jobs the queue holds (from the store, where they are
+//! kept) and the typed result a job's handler hands back.
 
-use forgehand_forge::{ForgeKind, Repo, ReviewState};
 use serde::{Deserialize, Serialize};
 
-/// One unit of work about one issue or pull request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Job {
-    pub forge: ForgeKind,
-    pub repo: Repo,
-    /// The issue or pull request number.
-    pub target: u64,
-    pub on_pull_request: bool,
-    /// Who asked: the label's or comment's author, the reviewer.
-    pub requested_by: String,
-    pub task: Task,
+pub use forgehand_store::job::*;
+
+use crate::reason::Reason;
+
+/// What a job did, as its record keeps it (`GET /api/jobs/{id}`'s
+/// `result`) and as a later job reads it back (`go` reads the plan).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub outcome: JobOutcome,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    /// The failure's message, or a note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The plan a `/forgehand plan` proposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// Jobs a `/forgehand stop` stopped.
+    #[serde(default, rename = "jobs", skip_serializing_if = "Vec::is_empty")]
+    pub stopped: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepTime>,
+    /// Where the agent's transcript is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Task {
-    /// The issue was labeled with the bot's label: work on it.
-    Labeled { label: String },
-    /// The issue was assigned to the bot: work on it.
-    Assigned,
-    /// `@bot <free text>` in a comment.
-    Request { text: String, comment_id: u64 },
-    /// `/forgehand <command>` (or `@bot <command>`) in a comment.
-    Command {
-        command: JobCommand,
-        comment_id: u64,
-    },
-    /// A comment addressed to the bot that could not be understood: the
-    /// job answers with the explanation.
-    ExplainCommandError { message: String, comment_id: u64 },
-    /// A review on a pull request the bot opened.
-    Review {
-        review_id: Option<u64>,
-        state: ReviewState,
-        body: String,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "snake_case")]
-pub enum JobCommand {
-    Fix { instructions: Option<String> },
-    Retry,
-    Stop,
-    Plan { instructions: Option<String> },
-    Go,
+/// How a job ended, in its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobOutcome {
+    /// A pull request opened, or a follow-up pushed.
+    Succeeded,
+    /// A plan proposed; `go` carries it out.
+    Planned,
+    Failed,
+    /// `/forgehand stop` did its part.
+    Stopped,
+    /// `/forgehand help` answered.
     Help,
-    AllowSensitive,
+    /// A command that could not be read was explained.
+    Explained,
+    /// Nothing to work on in what was asked (a plan on a pull request).
+    Unsupported,
+    /// `retry` or `allow-sensitive` with no failed work to run again.
+    NothingToRetry,
+    /// `go` with no plan.
+    NoPlan,
+    /// `bot.dry_run`: recorded and logged, nothing done on the forge.
+    DryRun,
 }
 
-impl Job {
-    /// A short kind for listings and metrics: `labeled`, `command.retry`, …
-    pub fn kind(&self) -> String {
-        match &self.task {
-            Task::Labeled { .. } => "labeled".into(),
-            Task::Assigned => "assigned".into(),
-            Task::Request { .. } => "request".into(),
-            Task::Command { command, .. } => format!("command.{}", command.name()),
-            Task::ExplainCommandError { .. } => "explain_command_error".into(),
-            Task::Review { .. } => "review".into(),
+/// One step of a job and how long it took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTime {
+    pub step: String,
+    pub ms: u64,
+}
+
+impl JobResult {
+    pub fn new(outcome: JobOutcome) -> Self {
+        JobResult {
+            outcome,
+            reason: None,
+            message: None,
+            pull_request: None,
+            url: None,
+            plan: None,
+            stopped: Vec::new(),
+            seconds: None,
+            steps: Vec::new(),
+            transcript: None,
         }
     }
 
-    /// Work on the target (an issue, a review, a plan, a retry): a newer
-    /// such request supersedes it while it waits. Help, explanations and
-    /// stops are not work.
-    pub fn supersedable(&self) -> bool {
-        !matches!(
-            self.task,
-            Task::Command {
-                command: JobCommand::Help | JobCommand::Stop,
-                ..
-            } | Task::ExplainCommandError { .. }
-        )
+    /// A failure for `reason`.
+    pub fn failed(reason: Reason, message: Option<String>) -> Self {
+        JobResult {
+            reason: Some(reason),
+            message,
+            ..JobResult::new(JobOutcome::Failed)
+        }
     }
 
-    /// The key under which at most one job runs at a time.
-    pub fn target_key(&self) -> String {
-        format!("{}:{}#{}", self.forge, self.repo.full_name(), self.target)
+    /// As the store keeps it.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a job result serializes")
+    }
+
+    /// A kept result read back; `None` for one this version cannot read.
+    pub fn from_value(value: &serde_json::Value) -> Option<Self> {
+        serde_json::from_value(value.clone()).ok()
     }
 }
 
-impl JobCommand {
-    pub fn name(&self) -> &'static str {
-        match self {
-            JobCommand::Fix { .. } => "fix",
-            JobCommand::Retry => "retry",
-            JobCommand::Stop => "stop",
-            JobCommand::Plan { .. } => "plan",
-            JobCommand::Go => "go",
-            JobCommand::Help => "help",
-            JobCommand::AllowSensitive => "allow_sensitive",
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_reads_back_as_it_was_kept() {
+        let mut result = JobResult::new(JobOutcome::Succeeded);
+        result.pull_request = Some(4);
+        result.url = Some("https://forge/pr/4".into());
+        result.steps.push(StepTime {
+            step: "agent".into(),
+            ms: 12,
+        });
+        let value = result.to_value();
+        assert_eq!(value["outcome"], "succeeded");
+        assert_eq!(value["steps"][0]["step"], "agent");
+        assert!(value.get("reason").is_none(), "{value}");
+        assert_eq!(JobResult::from_value(&value), Some(result));
+        let failed = JobResult::failed(Reason::Denied, None).to_value();
+        assert_eq!(failed["reason"], "denied");
     }
 }

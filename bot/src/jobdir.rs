@@ -3,7 +3,8 @@
 //! when that is set) and its git directory beside it (what only the host
 //! sees). Readable by Forgehand's user only. Removed on every path out of
 //! the job, the size-limited file system unmounted first, when the guard
-//! is dropped.
+//! is dropped; kept instead (and its path logged) when the operator asks
+//! for it (`git.keep_job_dirs`), for debugging.
 
 use std::path::{Path, PathBuf};
 
@@ -12,16 +13,22 @@ use forgehand_sandbox::disk::{self, SizedDir};
 pub struct JobDir {
     dir: PathBuf,
     sized: Option<SizedDir>,
+    keep: bool,
 }
 
 impl JobDir {
     /// Makes `dir` afresh (what an earlier attempt left there is removed)
-    /// with a size-limited tree of `disk_mib` MiB (0: no limit).
-    pub fn create(dir: &Path, disk_mib: u64) -> anyhow::Result<JobDir> {
+    /// with a size-limited tree of `disk_mib` MiB (0: no limit); `keep`
+    /// leaves it in place when dropped.
+    pub fn create(dir: &Path, disk_mib: u64, keep: bool) -> anyhow::Result<JobDir> {
         let dir = std::path::absolute(dir)?;
         remove(&dir);
         crate::private::new_dir(&dir)?;
-        let mut job = JobDir { dir, sized: None };
+        let mut job = JobDir {
+            dir,
+            sized: None,
+            keep,
+        };
         if disk_mib > 0 {
             job.sized = Some(SizedDir::create(
                 &job.tree(),
@@ -49,6 +56,10 @@ impl JobDir {
 
 impl Drop for JobDir {
     fn drop(&mut self) {
+        if self.keep {
+            tracing::info!(path = %self.dir.display(), "job directory kept (git.keep_job_dirs)");
+            return;
+        }
         if let Some(sized) = self.sized.take() {
             sized.release();
         }
@@ -61,4 +72,25 @@ impl Drop for JobDir {
 fn remove(dir: &Path) {
     disk::unmount_beneath(dir);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_directory_goes_with_its_guard_unless_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let gone = root.path().join("gone");
+        let job = JobDir::create(&gone, 0, false).unwrap();
+        std::fs::create_dir_all(job.tree()).unwrap();
+        std::fs::write(job.tree().join("f"), "x").unwrap();
+        drop(job);
+        assert!(!gone.exists());
+        let kept = root.path().join("kept");
+        let job = JobDir::create(&kept, 0, true).unwrap();
+        std::fs::create_dir_all(job.tree()).unwrap();
+        drop(job);
+        assert!(kept.join("tree").exists());
+    }
 }

@@ -20,7 +20,8 @@ pub mod reason;
 pub mod sandboxes;
 pub mod server;
 pub mod service;
-pub mod store;
+/// The store is a crate of its own; its old path stays.
+pub use forgehand_store as store;
 pub mod telemetry;
 pub mod time;
 pub mod trigger;

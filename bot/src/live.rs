@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use crate::config::Config;
 use crate::github_app::StoredApp;
+use crate::job::JobResult;
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::server::SecretSet;
 use crate::store::ClaimedJob;
@@ -42,7 +43,7 @@ impl SwappableHandler {
 
 #[async_trait]
 impl JobHandler for SwappableHandler {
-    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError> {
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<JobResult, JobError> {
         self.current().run(job, cx).await
     }
 

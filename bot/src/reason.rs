@@ -4,7 +4,7 @@
 //! them; a test keeps the two equal).
 
 use forgehand_forge::git::RefusalReason;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -124,9 +124,36 @@ impl Serialize for Reason {
     }
 }
 
+impl std::str::FromStr for Reason {
+    type Err = String;
+
+    fn from_str(code: &str) -> Result<Self, Self::Err> {
+        Reason::all()
+            .into_iter()
+            .find(|r| r.code() == code)
+            .ok_or_else(|| format!("unknown reason code `{code}`"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = String::deserialize(deserializer)?;
+        code.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_code_reads_back_as_its_reason() {
+        for reason in Reason::all() {
+            let json = serde_json::to_string(&reason).unwrap();
+            assert_eq!(serde_json::from_str::<Reason>(&json).unwrap(), reason);
+        }
+        assert!(serde_json::from_str::<Reason>("\"nonsense\"").is_err());
+    }
 
     #[test]
     fn codes_are_distinct() {

@@ -1,14 +1,7 @@
-//! Timestamps are stored as Unix milliseconds: sortable, compact and the
-//! same in SQLite and PostgreSQL.
+//! Timestamps: stored as Unix milliseconds (the store's [`now_ms`]),
+//! shown as RFC 3339.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use forgehand_store::time::now_ms;
 
 /// RFC 3339 for people and JSON clients.
 pub fn rfc3339(ms: i64) -> String {

@@ -1,12 +1,18 @@
-//! Which events become jobs. Pure: an event and the bot's identity in, a
-//! decision out, so every rule is tested without a server or a database.
+//! Which events become jobs, and which change what the bot remembers (a
+//! GitHub App's installations). Pure: an event and the bot's identity in,
+//! a decision out, so every rule is tested without a server or a
+//! database.
+
+use std::fmt;
 
 use forgehand_forge::{
-    Actor, CommentAction, Event, ForgeKind, Issue, IssueAction, PullRequest, Repo,
+    Actor, CommentAction, Event, ForgeKind, InstallationAction, Issue, IssueAction, PullRequest,
+    Repo,
 };
 
-use crate::command::{self, Command};
-use crate::job::{Job, JobCommand, Task};
+use crate::command::{self, Addressed};
+use crate::job::{Job, Task};
+use crate::store::{InstallationChange, InstallationUpdate};
 
 /// Who the bot is on the forge, and the label that summons it.
 #[derive(Debug, Clone)]
@@ -28,30 +34,124 @@ pub enum Decision {
     /// Record the delivery and queue these jobs. `detail` says what made
     /// it interesting (the label, the command, the review state).
     Act { jobs: Vec<Job>, detail: String },
+    /// Record the delivery and the change it makes to what a GitHub App
+    /// can reach; queue nothing.
+    Remember { installation: InstallationChange },
     /// Record the delivery, queue nothing. `detail` is what the event
     /// carried that a trigger could have matched (its label, assignee,
     /// review state), so operators can see why it did not.
     Ignore {
-        reason: String,
+        reason: Ignored,
         detail: Option<String>,
     },
 }
 
-fn ignore(reason: impl Into<String>) -> Decision {
+/// Why an event makes no job: shown to the forge in the answer and kept
+/// with the delivery, as its `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ignored {
+    FromTheBot,
+    AssignedToSomeoneElse,
+    PullRequestAssigned,
+    /// The label that was added is not the bot's.
+    NotTheLabel(String),
+    PullRequestLabeled,
+    /// An edited or deleted comment: commands are read once, when written.
+    NotANewComment,
+    NoCommand,
+    ReviewOfAnotherPullRequest,
+    /// An event the bot never acts on (`push`, `ping`, …).
+    NotActedOn(String),
+}
+
+impl fmt::Display for Ignored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ignored::FromTheBot => f.write_str("sent by the bot itself"),
+            Ignored::AssignedToSomeoneElse => f.write_str("assigned to someone else"),
+            Ignored::PullRequestAssigned => {
+                f.write_str("a pull request was assigned; Forgehand works from issues")
+            }
+            Ignored::NotTheLabel(label) => write!(f, "not labeled `{label}`"),
+            Ignored::PullRequestLabeled => {
+                f.write_str("a pull request was labeled; Forgehand works from issues")
+            }
+            Ignored::NotANewComment => f.write_str("only new comments are read for commands"),
+            Ignored::NoCommand => {
+                f.write_str("the comment has no command and does not mention the bot")
+            }
+            Ignored::ReviewOfAnotherPullRequest => {
+                f.write_str("a review of a pull request the bot did not open")
+            }
+            Ignored::NotActedOn(event) => write!(f, "Forgehand does not act on {event}"),
+        }
+    }
+}
+
+fn ignore(reason: Ignored) -> Decision {
     Decision::Ignore {
-        reason: reason.into(),
+        reason,
         detail: None,
     }
 }
 
 pub fn decide(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
+    if let Some(installation) = installation_change(event) {
+        return Decision::Remember { installation };
+    }
     match decide_inner(forge, event, bot) {
         Decision::Ignore { reason, .. } => Decision::Ignore {
             reason,
             detail: describe(event),
         },
-        act => act,
+        decided => decided,
     }
+}
+
+/// The change an App installation event makes to what the App can reach.
+fn installation_change(event: &Event) -> Option<InstallationChange> {
+    let (id, account, update) = match event {
+        Event::Installation {
+            action,
+            installation_id,
+            account,
+            repositories,
+            ..
+        } => {
+            let update = match action {
+                InstallationAction::Created => InstallationUpdate::Installed {
+                    repositories: repositories.clone(),
+                },
+                InstallationAction::Deleted => InstallationUpdate::Deleted,
+                InstallationAction::Suspended => InstallationUpdate::Suspended,
+                InstallationAction::Unsuspended => InstallationUpdate::Unsuspended,
+                InstallationAction::NewPermissionsAccepted => return None,
+            };
+            (*installation_id, account, update)
+        }
+        // Both lists are applied whatever the action: an "added" event
+        // lists nothing removed, and the other way round.
+        Event::InstallationRepositories {
+            installation_id,
+            account,
+            added,
+            removed,
+            ..
+        } => (
+            *installation_id,
+            account,
+            InstallationUpdate::Repositories {
+                added: added.clone(),
+                removed: removed.clone(),
+            },
+        ),
+        _ => return None,
+    };
+    Some(InstallationChange {
+        id,
+        account: account.clone(),
+        update,
+    })
 }
 
 /// What a trigger looks at in an event, in the form details take.
@@ -72,7 +172,7 @@ fn describe(event: &Event) -> Option<String> {
 fn decide_inner(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision {
     if let Some(sender) = event.sender() {
         if bot.is_me(&sender.login) {
-            return ignore("sent by the bot itself");
+            return ignore(Ignored::FromTheBot);
         }
     }
     match event {
@@ -98,10 +198,10 @@ fn decide_inner(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision 
                 None => issue.assignees.iter().any(|a| bot.is_me(a)),
             };
             if !to_me {
-                return ignore("assigned to someone else");
+                return ignore(Ignored::AssignedToSomeoneElse);
             }
             if issue.is_pull_request {
-                return ignore("a pull request was assigned; Forgehand works from issues");
+                return ignore(Ignored::PullRequestAssigned);
             }
             let login = assignee
                 .as_ref()
@@ -167,10 +267,8 @@ fn decide_inner(forge: ForgeKind, event: &Event, bot: &BotIdentity) -> Decision 
             body,
             bot,
         ),
-        Event::IssueComment { .. } | Event::ReviewComment { .. } => {
-            ignore("only new comments are read for commands")
-        }
-        other => ignore(format!("Forgehand does not act on {}", other.name())),
+        Event::IssueComment { .. } | Event::ReviewComment { .. } => ignore(Ignored::NotANewComment),
+        other => ignore(Ignored::NotActedOn(other.name())),
     }
 }
 
@@ -189,10 +287,10 @@ fn on_labeled(
         None => issue.labels.iter().any(|l| matches(l)),
     };
     if !hit {
-        return ignore(format!("not labeled `{}`", bot.label));
+        return ignore(Ignored::NotTheLabel(bot.label.clone()));
     }
     if issue.is_pull_request {
-        return ignore("a pull request was labeled; Forgehand works from issues");
+        return ignore(Ignored::PullRequestLabeled);
     }
     let task = Task::Labeled {
         label: bot.label.clone(),
@@ -239,13 +337,12 @@ fn on_comment(
     };
     // One comment is one request: the first command in it counts.
     let Some(first) = commands.into_iter().next() else {
-        return ignore("the comment has no command and does not mention the bot");
+        return ignore(Ignored::NoCommand);
     };
     let (task, detail) = match first {
-        Command::Request { text } => (Task::Request { text, comment_id }, "mention".to_owned()),
-        other => {
-            let command = job_command(other);
-            let detail = format!("command:{}", command.name());
+        Addressed::Request { text } => (Task::Request { text, comment_id }, "mention".to_owned()),
+        Addressed::Command(command) => {
+            let detail = format!("command:{}", command.code());
             (
                 Task::Command {
                     command,
@@ -270,7 +367,7 @@ fn on_review(
     bot: &BotIdentity,
 ) -> Decision {
     if !bot.is_me(&pull_request.author.login) {
-        return ignore("a review of a pull request the bot did not open");
+        return ignore(Ignored::ReviewOfAnotherPullRequest);
     }
     let task = Task::Review {
         review_id,
@@ -287,19 +384,6 @@ fn on_review(
         task,
         &detail,
     )
-}
-
-fn job_command(command: Command) -> JobCommand {
-    match command {
-        Command::Fix { instructions } => JobCommand::Fix { instructions },
-        Command::Plan { instructions } => JobCommand::Plan { instructions },
-        Command::Retry => JobCommand::Retry,
-        Command::Stop => JobCommand::Stop,
-        Command::Go => JobCommand::Go,
-        Command::Help => JobCommand::Help,
-        Command::AllowSensitive => JobCommand::AllowSensitive,
-        Command::Request { .. } => unreachable!("requests are matched before commands"),
-    }
 }
 
 fn act(

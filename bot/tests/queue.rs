@@ -298,7 +298,10 @@ async fn the_handlers_result_is_kept_as_json() {
     q.wait_for(ids[0], JobState::Succeeded).await;
     pool.shutdown().await;
     let detail = q.store.job(ids[0]).await.unwrap().unwrap();
-    assert_eq!(detail.job.result, Some(serde_json::json!({"ok": true})));
+    assert_eq!(
+        detail.job.result,
+        Some(serde_json::json!({"outcome": "succeeded"}))
+    );
 }
 
 /// Claiming looks for a candidate outside the write lock, then takes it

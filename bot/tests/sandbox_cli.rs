@@ -93,12 +93,10 @@ fn sandbox_exec_reports_truncation_and_the_time_limit() {
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
-    assert_eq!(out.stdout.len(), 4096);
+    // Streamed whole: the cap bounds what the sandbox keeps, not what
+    // the command line prints as it comes.
+    assert_eq!(out.stdout.len(), 10000);
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("stdout truncated: 5904 more bytes were dropped"),
-        "{stderr}"
-    );
     assert!(stderr.contains("killed at the time limit"), "{stderr}");
 }
 

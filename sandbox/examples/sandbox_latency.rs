@@ -43,6 +43,8 @@ async fn main() {
     let spec = SandboxSpec {
         rootfs: rootfs.into(),
         workspace: workspace.path().to_owned(),
+        home: None,
+        handover: Default::default(),
         env: sandbox_env([]),
         limits: Limits {
             memory_mib: 512,

@@ -15,6 +15,7 @@ mod spec;
 
 pub mod choose;
 pub mod disk;
+pub mod layers;
 #[cfg(feature = "microvm")]
 pub mod microvm;
 pub mod namespace;
@@ -26,7 +27,9 @@ use async_trait::async_trait;
 pub use choose::{choose, BackendChoice, Chosen, Readiness};
 pub use error::SandboxError;
 pub use output::{Captured, ExecOutput, ExitStatus, OutputChunk, Stream};
-pub use spec::{ExecRequest, Limits, SandboxSpec, GUEST_GID, GUEST_UID, WORKSPACE};
+pub use spec::{
+    ExecRequest, Handover, Limits, SandboxSpec, GUEST_GID, GUEST_HOME, GUEST_UID, WORKSPACE,
+};
 
 /// The kind of isolation a sandbox gives; reported to operators and in
 /// every pull request's footer.
@@ -67,6 +70,18 @@ pub trait Sandbox: Send + Sync {
 
     /// Kills everything inside and frees what the sandbox held. Idempotent.
     async fn destroy(&self) -> Result<(), SandboxError>;
+
+    /// A TCP listener on `127.0.0.1:port` as the sandbox sees it (its own
+    /// loopback), accepted from the host: the one door a setup phase gets
+    /// (the egress proxy serves it). The sandbox still has no other
+    /// network. Backends without one say so.
+    async fn listen_inside(&self, port: u16) -> Result<std::net::TcpListener, SandboxError> {
+        let _ = port;
+        Err(SandboxError::Unavailable {
+            backend: "this",
+            reason: "it cannot give a sandbox a door to the host (environments with a setup phase need the namespace backend)".into(),
+        })
+    }
 }
 
 /// A sandbox kind that can make sandboxes.
@@ -84,6 +99,13 @@ pub trait Backend: Send + Sync {
     /// Finds sandboxes left behind by a process that died and removes
     /// them; returns how many there were.
     async fn remove_leftovers(&self) -> Result<usize, SandboxError>;
+
+    /// Makes the tree at `dir` the sandbox user's, for a caller preparing
+    /// layers a sandbox will write through ([`Handover::Prepared`]).
+    async fn prepare_for_sandbox(&self, dir: &std::path::Path) -> Result<(), SandboxError> {
+        let _ = dir;
+        Ok(())
+    }
 }
 
 /// Output of a running command, then its result.

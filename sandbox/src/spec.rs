@@ -9,6 +9,11 @@ use crate::SandboxError;
 /// Where the working copy appears inside every sandbox.
 pub const WORKSPACE: &str = "/workspace";
 
+/// Where a sandbox's own home is when it has one ([`SandboxSpec::home`]):
+/// an environment's, kept from its setup to the jobs that use it, so the
+/// paths tools wrote into it (a virtualenv's) stay right.
+pub const GUEST_HOME: &str = "/home/agent";
+
 /// The user commands run as inside (the image's `agent` user). Never 0:
 /// root inside a user namespace could remount what it was given.
 pub const GUEST_UID: u32 = 1000;
@@ -23,10 +28,32 @@ pub struct SandboxSpec {
     pub rootfs: PathBuf,
     /// The job's working copy, mounted read-write at [`WORKSPACE`].
     pub workspace: PathBuf,
+    /// A directory mounted read-write at [`GUEST_HOME`]; without one,
+    /// `HOME` is in `/tmp` and goes with the sandbox.
+    pub home: Option<PathBuf>,
+    /// How the working copy (and the home) become the sandbox user's.
+    pub handover: Handover,
     /// The only environment commands see, besides what an exec adds. No
     /// host variable is passed through.
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
+}
+
+/// How what a sandbox writes to becomes the sandbox user's, and goes
+/// back to the host's after.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Handover {
+    /// A plain directory: given to the sandbox user for the sandbox's life
+    /// (every file of it) and back to its owner after.
+    #[default]
+    Chown,
+    /// Made for the sandbox user already by the caller (overlay layers
+    /// whose writable layer and lower layers the sandbox user owns, see
+    /// [`crate::layers`]): nothing is changed on the way in, so a large
+    /// read-only layer is never walked; on the way out these directories
+    /// (the writable layers: only what the sandbox changed) go back to
+    /// the host's user.
+    Prepared { give_back: Vec<PathBuf> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

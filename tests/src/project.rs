@@ -200,3 +200,31 @@ pub fn good_script() -> Vec<Step> {
         ),
     ]
 }
+
+/// The scripted model's side of answering a review of the good fix with
+/// two threads (on `calc.sh` and `test.sh`): one commit, a note for the
+/// first thread.
+pub fn review_script() -> Vec<Step> {
+    vec![
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::call(
+            "edit_file",
+            json!({"path": "test.sh", "old_string": "[ \"$(add 2 3)\" = 5 ]", "new_string": "[ \"$(add 0 0)\" = 0 ] && [ \"$(add 2 3)\" = 5 ]"}),
+        ),
+        Step::call("bash", json!({"command": "sh test.sh"})),
+        Step::call(
+            "finish",
+            json!({
+                "summary": "Documented add; the test also checks 0 + 0.",
+                "title": "Address the review",
+                "replies": [
+                    {"thread": 1, "changed": true, "note": "Added a comment above add."},
+                    {"thread": 2, "changed": true, "note": ""}
+                ]
+            }),
+        ),
+    ]
+}

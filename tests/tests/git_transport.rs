@@ -336,15 +336,18 @@ async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
         push("forgehand/3-fix", None).unwrap();
         assert!(matches!(push("main", None), Err(PushError::DefaultBranch { .. })));
         assert!(matches!(push("feature/x", None), Err(PushError::NotOurs { .. })));
-        // The server's branch is at `oid` now: pushing as if it were new
-        // is refused, as is pushing after someone else moved it.
-        assert!(matches!(push("forgehand/3-fix", None), Err(PushError::Stale { .. })));
+        // The server's branch is at `oid` now: pushing it again, even as
+        // if it were new, finds it there (a push whose answer was lost),
+        // and overwrites nothing. Pushing after someone else moved it is
+        // refused.
+        push("forgehand/3-fix", None).unwrap();
         let (other, theirs) = local_commit(&work.path().join("other"), "forgehand/3-fix", "theirs.txt");
         transport::push(&other, &url, &["+refs/heads/forgehand/3-fix:refs/heads/forgehand/3-fix"], &token(TOKEN))
             .unwrap();
         assert_ne!(theirs, oid);
         let err = push("forgehand/3-fix", Some(oid)).unwrap_err();
         assert!(matches!(err, PushError::Stale { .. }), "{err:?}");
+        assert!(matches!(push("forgehand/3-fix", None), Err(PushError::Stale { .. })));
         push("forgehand/3-fix", Some(theirs)).unwrap();
     })
     .await

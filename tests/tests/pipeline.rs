@@ -110,6 +110,7 @@ impl World {
             run: 1,
             attempt: 1,
             max_attempts: 3,
+            last_error: None,
             job: Job {
                 forge: match self.kind {
                     Kind::GitHub => ForgeKind::Github,
@@ -142,7 +143,10 @@ impl World {
             self.dir.path().join("forgehand.db").display()
         );
         let store = SqliteStore::connect(&url).await.unwrap();
-        handler.run(job, JobContext::new(Arc::new(store))).await
+        handler
+            .run(job, JobContext::new(Arc::new(store)))
+            .await
+            .map(|result| result.to_value())
     }
 
     /// The file at `path` on `branch` of the served repository.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::project::good_script;
+use forgehand_tests::project::{good_script, review_script};
 use forgehand_tests::story::{
     host_processes_with, only, Story, MAINTAINER, OUTSIDER, REPO, STATUS_MARKER,
 };
@@ -123,31 +123,6 @@ async fn gitea_a_labeled_issue_becomes_one_pull_request() {
 }
 
 /// The model's side of answering a review with two threads.
-fn review_script() -> Vec<Step> {
-    vec![
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::call(
-            "edit_file",
-            json!({"path": "test.sh", "old_string": "[ \"$(add 2 3)\" = 5 ]", "new_string": "[ \"$(add 0 0)\" = 0 ] && [ \"$(add 2 3)\" = 5 ]"}),
-        ),
-        Step::call("bash", json!({"command": "sh test.sh"})),
-        Step::call(
-            "finish",
-            json!({
-                "summary": "Documented add; the test also checks 0 + 0.",
-                "title": "Address the review",
-                "replies": [
-                    {"thread": 1, "changed": true, "note": "Added a comment above add."},
-                    {"thread": 2, "changed": true, "note": ""}
-                ]
-            }),
-        ),
-    ]
-}
-
 async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) {
     let mut script = good_script();
     script.extend(review_script());

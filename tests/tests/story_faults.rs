@@ -1,17 +1,19 @@
 //! Forgehand under faults, as a maintainer would meet them: the real
 //! `forgehand serve` against fake forges that fail calls (5xx, rate
-//! limits, answers lost after the change was made), hold a call at a
-//! stage boundary while the service is killed, or fail a share of every
-//! call; each job still ends with one pull request and one final status
-//! comment.
-
-use std::time::{Duration, Instant};
+//! limits, answers lost after the change was made) and a git server that
+//! fails requests, either holding a request at a stage boundary while the
+//! service is killed, or failing a share of every call; each job still
+//! ends with one pull request and one final status comment.
 
 use forgehand_tests::fake_forge::{CallFault, Kind};
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
-use forgehand_tests::story::{host_processes_with, only, Story, MAINTAINER, REPO, STATUS_MARKER};
-use serde_json::{json, Value};
+use forgehand_tests::story::{only, Story, MAINTAINER, REPO, STATUS_MARKER};
+use serde_json::Value;
+
+/// SIGKILL at each stage boundary.
+#[path = "story_faults/kills.rs"]
+mod kills;
 
 async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, update: &str) {
     let story = Story::start(kind, good_script()).await;
@@ -209,172 +211,10 @@ async fn gitea_a_failed_attempt_shows_as_a_retry() {
         .await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() {
-    let mut script = vec![Step::call(
-        "bash",
-        json!({"command": "sleep 4 && echo 646464"}),
-    )];
-    script.extend(good_script());
-    let mut story = Story::start_with(
-        Kind::GitHub,
-        script,
-        &[("FORGEHAND_QUEUE__LEASE_SECS", "3")],
-    )
-    .await;
-    story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("646464").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
-    story.kill_forgehand();
-    story.start_forgehand().await;
-    let jobs = story.settled().await;
-
-    let job = only(&jobs, "labeled");
-    assert_eq!(job["state"], "succeeded", "{job:#}");
-    assert_eq!(job["attempts"], 2, "the lease ran out and it ran again");
-    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
-    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
-}
-
-/// SIGKILL on the job's last attempt: no attempt is left to finish it,
-/// so the queue, when it dead-letters the job, gives the status comment
-/// its final word instead of leaving it on "working".
-#[tokio::test(flavor = "multi_thread")]
-async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
-    let mut script = vec![Step::call(
-        "bash",
-        json!({"command": "sleep 4 && echo 737373"}),
-    )];
-    script.extend(good_script());
-    let mut story = Story::start_with(
-        Kind::GitHub,
-        script,
-        &[
-            ("FORGEHAND_QUEUE__LEASE_SECS", "3"),
-            ("FORGEHAND_QUEUE__MAX_ATTEMPTS", "1"),
-        ],
-    )
-    .await;
-    story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("737373").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(story
-        .status(1)
-        .starts_with("🛠️ **Forgehand is working on this.**"));
-    story.kill_forgehand();
-    story.start_forgehand().await;
-    let jobs = story.settled().await;
-
-    let job = only(&jobs, "labeled");
-    assert_eq!(job["state"], "dead", "{job:#}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while story.status(1).starts_with("🛠️") {
-        assert!(
-            Instant::now() < deadline,
-            "still working: {}",
-            story.status(1)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        story.status(1),
-        "❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)"
-    );
-    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
-    assert!(story.pulls().is_empty());
-}
-
-/// SIGKILL at a stage boundary, driven from outside: the fake forge
-/// holds the call that follows it, the service is killed there and
-/// started again, and the next attempt takes the job up where the last
-/// one left it (the agent's script is spent: it cannot run twice).
-async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(kind: Kind, held: &str) {
-    let mut story =
-        Story::start_with(kind, good_script(), &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
-    story.forge.with(|s| s.holds.push(held.into()));
-    story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while story.forge.with(|s| s.held.is_empty()) {
-        assert!(
-            Instant::now() < deadline,
-            "never reached {held}:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    story.kill_forgehand();
-    story.start_forgehand().await;
-    let jobs = story.settled().await;
-
-    let job = only(&jobs, "labeled");
-    assert_eq!(job["state"], "succeeded", "{job:#}\n{}", story.log());
-    assert_eq!(job["attempts"], 2, "{job:#}");
-    assert_eq!(story.pulls().len(), 1, "exactly one pull request");
-    assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
-    assert!(
-        story.status(1).starts_with("✅ Opened #2: "),
-        "{}",
-        story.status(1)
-    );
-    let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
-    let steps: Vec<&str> = detail["result"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
-    assert!(steps.contains(&"resumed after the push"), "{steps:?}");
-    assert_eq!(story.forge.violations(), Vec::<String>::new());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn github_sigkill_after_the_push_before_the_pull_request() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::GitHub,
-        "POST /repos/{owner}/{repo}/pulls",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn gitea_sigkill_after_the_push_before_the_pull_request() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::Gitea,
-        "POST /repos/{owner}/{repo}/pulls",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn github_sigkill_after_the_pull_request_before_the_final_comment() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::GitHub,
-        "POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn gitea_sigkill_after_the_pull_request_before_the_final_comment() {
-    sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
-        Kind::Gitea,
-        "POST /repos/{owner}/{repo}/pulls/{index}/requested_reviewers",
-    )
-    .await;
-}
-
 /// Twenty labelled issues while every fourth API call fails (500, 429
 /// with Retry-After, a secondary rate limit's 403 with Retry-After, 502,
-/// in turn): every issue ends with exactly one pull request and one
-/// status comment in its final form.
+/// in turn) and every fifth git request too: every issue ends with
+/// exactly one pull request and one status comment in its final form.
 async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "1")]).await;
@@ -389,6 +229,9 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
         }
         s.fault_every = Some(4);
     });
+    // And every fifth authenticated git request: 500, 502, 503, 429 with
+    // Retry-After in turn, some pushes landing with their answer lost.
+    story.project.git.faults(|f| f.every = Some(5));
     for n in 1..=20 {
         story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
     }
@@ -399,9 +242,14 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     assert_eq!(labeled.len(), 20, "{jobs:#?}");
     for job in &labeled {
         assert_eq!(job["state"], "succeeded", "{job:#}");
+        // Every fault, the forge's and git's, waited out within the
+        // attempt: none cost the job an attempt.
+        assert_eq!(job["attempts"], 1, "{job:#}");
     }
     let served = story.forge.with(|s| s.faults_served);
     assert!(served >= 60, "only {served} faults served");
+    let git_served = story.project.git.faults(|f| f.served);
+    assert!(git_served >= 15, "only {git_served} git faults served");
     let pulls = story.pulls();
     for n in 1..=20 {
         let closing = pulls

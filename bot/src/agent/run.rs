@@ -165,15 +165,27 @@ fn stop(reason: Reason, message: &str) -> Outcome {
     }
 }
 
+/// A result longer than the model should read, cut in the middle: its
+/// first and last halves kept (a test run prints its failures and its
+/// summary at the end), with the count of what was left out.
 fn clip(text: String) -> String {
-    match text.char_indices().nth(MAX_TOOL_RESULT_CHARS) {
-        Some((cut, _)) => format!(
-            "{}\n[forgehand: result cut at {MAX_TOOL_RESULT_CHARS} characters of {}]",
-            &text[..cut],
-            text.chars().count()
-        ),
-        None => text,
+    let total = text.chars().count();
+    if total <= MAX_TOOL_RESULT_CHARS {
+        return text;
     }
+    let head = MAX_TOOL_RESULT_CHARS / 2;
+    let tail = MAX_TOOL_RESULT_CHARS - head;
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(i, _)| i);
+    format!(
+        "{}\n[forgehand: {} characters of this result left out here; its head and its tail are kept]\n{}",
+        &text[..head_end],
+        total - head - tail,
+        &text[tail_start..]
+    )
 }
 
 /// About four characters a token: what matters is the order of magnitude.
@@ -231,4 +243,25 @@ fn compact(messages: &mut [Message], budget: u64, transcript: &mut Transcript) -
         );
     }
     shortened
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_result_keeps_its_head_and_its_tail() {
+        let short = "all 3 tests passed\n".to_owned();
+        assert_eq!(clip(short.clone()), short);
+        let mut long: String = "é".repeat(40_000);
+        long.push_str("\n1 failed, 2 passed");
+        let clipped = clip(long);
+        assert!(clipped.starts_with("éé"));
+        assert!(
+            clipped.ends_with("\n1 failed, 2 passed"),
+            "the summary is kept"
+        );
+        assert!(clipped.contains("[forgehand: 10019 characters of this result left out here"));
+        assert!(clipped.chars().count() < MAX_TOOL_RESULT_CHARS + 200);
+    }
 }

@@ -135,7 +135,11 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     );
     let branch = unique_branch(&source.repo, &branch);
     // Removed (its file system unmounted) on every way out of here.
-    let job_dir = JobDir::create(&config.git.work_dir.join(&id), config.sandbox.disk_mib)?;
+    let job_dir = JobDir::create(
+        &config.git.work_dir.join(&id),
+        config.sandbox.disk_mib,
+        config.git.keep_job_dirs,
+    )?;
     let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
     let copy = source
         .working_copy(&tree, &git_dir, &base, &branch)

@@ -60,15 +60,9 @@ async fn run(
             Stream::Stderr => stderr.write_all(&chunk.bytes).and_then(|_| stderr.flush()),
         };
     }
+    // Every byte was streamed and printed as it came; what the sandbox
+    // kept of it (sandbox.output_limit_bytes) is not needed here.
     let output = stream.finish().await?;
-    for (name, captured) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
-        if captured.is_truncated() {
-            eprintln!(
-                "forgehand: {name} truncated: {} more bytes were dropped (sandbox.output_limit_bytes)",
-                captured.dropped
-            );
-        }
-    }
     if !output.status.success() {
         eprintln!("forgehand: {}", output.status);
     }

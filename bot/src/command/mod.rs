@@ -11,7 +11,7 @@
 //! * `@<bot username>` anywhere in prose, as a real mention (not inside a
 //!   word, an e-mail address, `@bot-ci`, `@bot.dev` or `@bot's`). What follows
 //!   it is the request; if its first word is a command, it is that command,
-//!   otherwise a [`Command::Request`] in plain words.
+//!   otherwise an [`Addressed::Request`] in plain words.
 //! * Commands: `fix` and `plan` take free-text instructions; `retry`,
 //!   `stop`, `go`, `allow-sensitive` and `help` take nothing.
 //! * Instructions and requests run to the end of the line and on through the
@@ -35,40 +35,24 @@ pub use error::{CommandError, CommandErrorKind};
 /// bot's username is.
 pub const PRODUCT: &str = "forgehand";
 
-/// Something a comment asked the bot to do.
+pub use forgehand_store::job::Command;
+
+/// What a comment addressed to the bot says: a request in plain words, or
+/// a command (the one [`Command`] type the job carries too).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
+pub enum Addressed {
     /// `@bot <free text>`: a request in plain words.
     Request { text: String },
-    /// `/forgehand fix [instructions]` (also `@bot fix …`).
-    Fix { instructions: Option<String> },
-    /// `/forgehand retry`
-    Retry,
-    /// `/forgehand stop`
-    Stop,
-    /// `/forgehand go`
-    Go,
-    /// `/forgehand help`
-    Help,
-    /// `/forgehand plan [instructions]`
-    Plan { instructions: Option<String> },
-    /// `/forgehand allow-sensitive`: a maintainer lets the agent's changes
-    /// to CI definitions, instruction files and the like be pushed.
-    AllowSensitive,
+    /// `/forgehand <command>`, or `@bot <command> …`.
+    Command(Command),
 }
 
-impl Command {
+impl Addressed {
     /// A short name for logs: the subcommand, or `request`.
     pub fn name(&self) -> &'static str {
         match self {
-            Command::Request { .. } => "request",
-            Command::Fix { .. } => Subcommand::Fix.name(),
-            Command::Retry => Subcommand::Retry.name(),
-            Command::Stop => Subcommand::Stop.name(),
-            Command::Go => Subcommand::Go.name(),
-            Command::Help => Subcommand::Help.name(),
-            Command::Plan { .. } => Subcommand::Plan.name(),
-            Command::AllowSensitive => Subcommand::AllowSensitive.name(),
+            Addressed::Request { .. } => "request",
+            Addressed::Command(command) => Subcommand::of(command).name(),
         }
     }
 }
@@ -122,6 +106,19 @@ impl Subcommand {
         matches!(self, Subcommand::Fix | Subcommand::Plan)
     }
 
+    /// The word a command is given by.
+    pub fn of(command: &Command) -> Self {
+        match command {
+            Command::Fix { .. } => Subcommand::Fix,
+            Command::Plan { .. } => Subcommand::Plan,
+            Command::Go => Subcommand::Go,
+            Command::Stop => Subcommand::Stop,
+            Command::Retry => Subcommand::Retry,
+            Command::AllowSensitive => Subcommand::AllowSensitive,
+            Command::Help => Subcommand::Help,
+        }
+    }
+
     fn command(self, instructions: Option<String>) -> Command {
         match self {
             Subcommand::Fix => Command::Fix { instructions },
@@ -135,7 +132,8 @@ impl Subcommand {
     }
 }
 
-/// Every command in `body`, in order; `Ok(vec![])` if it has none.
+/// Everything `body` addresses to the bot, in order; `Ok(vec![])` if it
+/// addresses nothing.
 ///
 /// `bot_username` is the bot's account name on the forge (a leading `@` and
 /// a trailing `[bot]`, as GitHub Apps have, are ignored): it is what
@@ -143,7 +141,7 @@ impl Subcommand {
 /// `/forgehand`. If any command in the comment is malformed, the first such
 /// error is returned and no command is: the person should fix the comment
 /// rather than have half of it carried out.
-pub fn parse_comment(body: &str, bot_username: &str) -> Result<Vec<Command>, CommandError> {
+pub fn parse_comment(body: &str, bot_username: &str) -> Result<Vec<Addressed>, CommandError> {
     parse::parse(body, bot_username)
 }
 

@@ -1,10 +1,11 @@
-//! Finding commands in classified lines and turning them into [`Command`]s.
+//! Finding what a comment addresses to the bot in classified lines, as
+//! [`Addressed`] requests and commands.
 
 use strsim::{damerau_levenshtein, jaro_winkler};
 
 use super::error::{CommandError, CommandErrorKind};
 use super::lex::{lex, Line, LineKind};
-use super::{Command, Subcommand, PRODUCT};
+use super::{Addressed, Command, Subcommand, PRODUCT};
 
 /// Characters skipped between a mention and its request: `@bot: fix it`,
 /// `(@bot) fix it`.
@@ -84,7 +85,7 @@ struct Word {
     text: String,
 }
 
-pub(crate) fn parse(body: &str, bot_username: &str) -> Result<Vec<Command>, CommandError> {
+pub(crate) fn parse(body: &str, bot_username: &str) -> Result<Vec<Addressed>, CommandError> {
     let names = Names::new(bot_username);
     let lines = lex(body);
     let hits: Vec<Option<Hit>> = lines.iter().map(|l| find_hit(l, &names)).collect();
@@ -187,7 +188,7 @@ fn boundary_after(next: Option<char>, then: Option<char>) -> bool {
     }
 }
 
-fn interpret(hit: &Hit, line: &Line<'_>, cont: &[&Line<'_>]) -> Result<Command, CommandError> {
+fn interpret(hit: &Hit, line: &Line<'_>, cont: &[&Line<'_>]) -> Result<Addressed, CommandError> {
     let snippet = line.text_from(hit.start);
     let fail = |at: &Line<'_>, byte: usize, snippet: &str, kind| {
         Err(CommandError::at(at, byte, snippet, &hit.prefix, kind))
@@ -209,7 +210,7 @@ fn interpret(hit: &Hit, line: &Line<'_>, cont: &[&Line<'_>]) -> Result<Command, 
             };
             return fail(line, word.start, &snippet, kind);
         };
-        return finish(hit, sub, line, &word, cont, &snippet);
+        return finish(hit, sub, line, &word, cont, &snippet).map(Addressed::Command);
     }
 
     // A mention: the request may start on the mention's line or below it.
@@ -227,7 +228,7 @@ fn interpret(hit: &Hit, line: &Line<'_>, cont: &[&Line<'_>]) -> Result<Command, 
         format!("{} {}", snippet.trim(), word_line.text_from(0).trim())
     };
     if let Some(sub) = Subcommand::from_word(&word.text) {
-        return finish(hit, sub, word_line, &word, &cont[k..], &snippet);
+        return finish(hit, sub, word_line, &word, &cont[k..], &snippet).map(Addressed::Command);
     }
     let first = line.text_from(hit.end);
     let text = join(
@@ -244,7 +245,7 @@ fn interpret(hit: &Hit, line: &Line<'_>, cont: &[&Line<'_>]) -> Result<Command, 
             return fail(word_line, word.start, &snippet, kind);
         }
     }
-    Ok(Command::Request { text })
+    Ok(Addressed::Request { text })
 }
 
 /// Builds the command for `sub`, whose word is `word` on `line`; `rest` are

@@ -2,18 +2,18 @@
 
 use super::*;
 
-fn parse(body: &str) -> Vec<Command> {
+fn parse(body: &str) -> Vec<Addressed> {
     parse_comment(body, "forgehand").unwrap_or_else(|e| panic!("{body:?} failed:\n{e}"))
 }
 
-fn fix(instructions: &str) -> Command {
-    Command::Fix {
+fn fix(instructions: &str) -> Addressed {
+    Addressed::Command(Command::Fix {
         instructions: Some(instructions.to_string()),
-    }
+    })
 }
 
-fn request(text: &str) -> Command {
-    Command::Request {
+fn request(text: &str) -> Addressed {
+    Addressed::Request {
         text: text.to_string(),
     }
 }
@@ -24,7 +24,7 @@ fn request(text: &str) -> Command {
 fn a_bare_fix_asks_for_a_pull_request_without_instructions() {
     assert_eq!(
         parse("/forgehand fix"),
-        vec![Command::Fix { instructions: None }]
+        vec![Addressed::Command(Command::Fix { instructions: None })]
     );
 }
 
@@ -50,35 +50,59 @@ fn instructions_go_on_until_the_paragraph_ends() {
 fn plan_takes_instructions_too() {
     assert_eq!(
         parse("/forgehand plan"),
-        vec![Command::Plan { instructions: None }]
+        vec![Addressed::Command(Command::Plan { instructions: None })]
     );
     assert_eq!(
         parse("/forgehand plan: keep it small"),
-        vec![Command::Plan {
+        vec![Addressed::Command(Command::Plan {
             instructions: Some("keep it small".into())
-        }]
+        })]
     );
 }
 
 #[test]
 fn each_command_without_arguments_is_recognised() {
-    assert_eq!(parse("/forgehand retry"), vec![Command::Retry]);
-    assert_eq!(parse("/forgehand stop"), vec![Command::Stop]);
-    assert_eq!(parse("/forgehand go"), vec![Command::Go]);
-    assert_eq!(parse("/forgehand help"), vec![Command::Help]);
+    assert_eq!(
+        parse("/forgehand retry"),
+        vec![Addressed::Command(Command::Retry)]
+    );
+    assert_eq!(
+        parse("/forgehand stop"),
+        vec![Addressed::Command(Command::Stop)]
+    );
+    assert_eq!(
+        parse("/forgehand go"),
+        vec![Addressed::Command(Command::Go)]
+    );
+    assert_eq!(
+        parse("/forgehand help"),
+        vec![Addressed::Command(Command::Help)]
+    );
 }
 
 #[test]
 fn case_does_not_matter() {
-    assert_eq!(parse("/FORGEHAND RETRY"), vec![Command::Retry]);
+    assert_eq!(
+        parse("/FORGEHAND RETRY"),
+        vec![Addressed::Command(Command::Retry)]
+    );
     assert_eq!(parse("/ForgeHand Fix Now"), vec![fix("Now")]);
-    assert_eq!(parse("@ForgeHand STOP"), vec![Command::Stop]);
+    assert_eq!(
+        parse("@ForgeHand STOP"),
+        vec![Addressed::Command(Command::Stop)]
+    );
 }
 
 #[test]
 fn leading_whitespace_before_the_slash_is_fine() {
-    assert_eq!(parse("   /forgehand go"), vec![Command::Go]);
-    assert_eq!(parse("Thanks.\n\t/forgehand go"), vec![Command::Go]);
+    assert_eq!(
+        parse("   /forgehand go"),
+        vec![Addressed::Command(Command::Go)]
+    );
+    assert_eq!(
+        parse("Thanks.\n\t/forgehand go"),
+        vec![Addressed::Command(Command::Go)]
+    );
     // ... but four columns at the start of a paragraph make a code block.
     assert_eq!(parse("\t/forgehand go"), vec![]);
 }
@@ -103,7 +127,11 @@ fn the_prefix_must_be_a_whole_word() {
 fn trailing_punctuation_and_emoji_after_a_command_are_tolerated() {
     assert_eq!(
         parse("/forgehand stop.\n/forgehand go 🚀\n/forgehand retry !"),
-        vec![Command::Stop, Command::Go, Command::Retry]
+        vec![
+            Addressed::Command(Command::Stop),
+            Addressed::Command(Command::Go),
+            Addressed::Command(Command::Retry)
+        ]
     );
 }
 
@@ -111,7 +139,7 @@ fn trailing_punctuation_and_emoji_after_a_command_are_tolerated() {
 fn a_command_without_arguments_ignores_the_lines_after_it() {
     assert_eq!(
         parse("/forgehand retry\nthe runner was flaky, sorry"),
-        vec![Command::Retry]
+        vec![Addressed::Command(Command::Retry)]
     );
 }
 
@@ -131,16 +159,22 @@ fn a_mention_starting_with_a_command_word_is_that_command() {
         parse("@forgehand fix the flaky login test"),
         vec![fix("the flaky login test")]
     );
-    assert_eq!(parse("@forgehand retry"), vec![Command::Retry]);
+    assert_eq!(
+        parse("@forgehand retry"),
+        vec![Addressed::Command(Command::Retry)]
+    );
     assert_eq!(
         parse("@forgehand: plan"),
-        vec![Command::Plan { instructions: None }]
+        vec![Addressed::Command(Command::Plan { instructions: None })]
     );
 }
 
 #[test]
 fn the_mention_is_case_insensitive() {
-    assert_eq!(parse("@Forgehand go"), vec![Command::Go]);
+    assert_eq!(
+        parse("@Forgehand go"),
+        vec![Addressed::Command(Command::Go)]
+    );
     assert_eq!(
         parse("@FORGEHAND what broke?"),
         vec![request("what broke?")]
@@ -212,19 +246,19 @@ fn only_the_first_mention_on_a_line_counts() {
 #[test]
 fn commands_inside_a_backtick_fence_are_ignored() {
     let body = "Try this:\n```sh\n/forgehand retry\n@forgehand fix\n```\n/forgehand go";
-    assert_eq!(parse(body), vec![Command::Go]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Go)]);
 }
 
 #[test]
 fn commands_inside_a_tilde_fence_with_an_info_string_are_ignored() {
     let body = "~~~markdown title=\"x\"\n/forgehand stop\n~~~\n/forgehand go";
-    assert_eq!(parse(body), vec![Command::Go]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Go)]);
 }
 
 #[test]
 fn a_fence_closes_only_with_its_own_kind_and_length() {
     let body = "````\n```\n/forgehand stop\n~~~~\n````\n/forgehand go";
-    assert_eq!(parse(body), vec![Command::Go]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Go)]);
 }
 
 #[test]
@@ -235,7 +269,7 @@ fn an_unclosed_fence_runs_to_the_end_of_the_comment() {
 #[test]
 fn an_indented_code_block_is_ignored() {
     let body = "Example:\n\n    /forgehand stop\n\n    @forgehand fix\n\n/forgehand go";
-    assert_eq!(parse(body), vec![Command::Go]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Go)]);
 }
 
 #[test]
@@ -264,14 +298,14 @@ fn a_command_after_inline_code_is_not_at_the_start_of_the_line() {
 #[test]
 fn quoted_lines_are_ignored() {
     let body = "> /forgehand stop\n   > @forgehand fix it\n>> /forgehand go\n\n/forgehand retry";
-    assert_eq!(parse(body), vec![Command::Retry]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Retry)]);
 }
 
 #[test]
 fn html_comments_hide_commands_even_over_several_lines() {
     let body =
         "<!-- /forgehand stop -->\n<!--\n@forgehand fix\n/forgehand stop\n-->\n/forgehand go";
-    assert_eq!(parse(body), vec![Command::Go]);
+    assert_eq!(parse(body), vec![Addressed::Command(Command::Go)]);
 }
 
 #[test]
@@ -280,7 +314,10 @@ fn html_comments_are_dropped_from_instructions() {
         parse("/forgehand fix the <!-- secret --> bug"),
         vec![fix("the  bug")]
     );
-    assert_eq!(parse("<!-- template --> /forgehand go"), vec![Command::Go]);
+    assert_eq!(
+        parse("<!-- template --> /forgehand go"),
+        vec![Addressed::Command(Command::Go)]
+    );
 }
 
 // --- whole comments ---
@@ -291,11 +328,11 @@ fn several_commands_come_back_in_order() {
     assert_eq!(
         parse(body),
         vec![
-            Command::Stop,
-            Command::Plan {
+            Addressed::Command(Command::Stop),
+            Addressed::Command(Command::Plan {
                 instructions: Some("smaller steps".into())
-            },
-            Command::Go
+            }),
+            Addressed::Command(Command::Go)
         ]
     );
 }
@@ -309,7 +346,10 @@ fn a_comment_without_commands_gives_nothing() {
 #[test]
 fn windows_line_endings_are_understood() {
     let body = "Hi\r\n/forgehand fix\r\nmind the tests\r\n\r\n/forgehand retry\r\n";
-    assert_eq!(parse(body), vec![fix("mind the tests"), Command::Retry]);
+    assert_eq!(
+        parse(body),
+        vec![fix("mind the tests"), Addressed::Command(Command::Retry)]
+    );
 }
 
 #[test]
@@ -317,7 +357,11 @@ fn a_bot_with_another_name_answers_to_both_slashes_and_its_own_mention() {
     let body = "/acme-bot retry\n/forgehand stop\n@Acme-Bot go\n@forgehand fix";
     assert_eq!(
         parse_comment(body, "acme-bot").unwrap(),
-        vec![Command::Retry, Command::Stop, Command::Go]
+        vec![
+            Addressed::Command(Command::Retry),
+            Addressed::Command(Command::Stop),
+            Addressed::Command(Command::Go)
+        ]
     );
 }
 
@@ -327,9 +371,9 @@ fn a_github_app_username_is_mentioned_without_its_bot_suffix() {
     assert_eq!(
         parse_comment(body, "forgehand[bot]").unwrap(),
         vec![
-            Command::Fix { instructions: None },
-            Command::Retry,
-            Command::Go
+            Addressed::Command(Command::Fix { instructions: None }),
+            Addressed::Command(Command::Retry),
+            Addressed::Command(Command::Go)
         ]
     );
 }
@@ -338,7 +382,7 @@ fn a_github_app_username_is_mentioned_without_its_bot_suffix() {
 fn commands_have_names_for_logs() {
     assert_eq!(request("x").name(), "request");
     assert_eq!(fix("x").name(), "fix");
-    assert_eq!(Command::Retry.name(), "retry");
+    assert_eq!(Addressed::Command(Command::Retry).name(), "retry");
 }
 
 #[test]
@@ -365,13 +409,16 @@ fn help_text_lists_every_command_and_the_bots_name() {
 fn a_maintainer_allows_sensitive_changes() {
     assert_eq!(
         parse("/forgehand allow-sensitive"),
-        vec![Command::AllowSensitive]
+        vec![Addressed::Command(Command::AllowSensitive)]
     );
     assert_eq!(
         parse("Looks right to me.\n@forgehand Allow-Sensitive"),
-        vec![Command::AllowSensitive]
+        vec![Addressed::Command(Command::AllowSensitive)]
     );
-    assert_eq!(Command::AllowSensitive.name(), "allow-sensitive");
+    assert_eq!(
+        Addressed::Command(Command::AllowSensitive).name(),
+        "allow-sensitive"
+    );
     let error = parse_comment("/forgehand allow-sensitve", "forgehand").unwrap_err();
     assert!(
         error.to_string().contains("allow-sensitive"),

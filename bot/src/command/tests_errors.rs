@@ -118,14 +118,14 @@ fn words_unlike_any_command_get_no_suggestion() {
 fn a_one_word_request_that_is_no_typo_stays_a_request() {
     assert_eq!(
         parse_comment("@forgehand rebase", "forgehand").unwrap(),
-        vec![Command::Request {
+        vec![Addressed::Request {
             text: "rebase".into()
         }]
     );
     // Two edits away is a different word, not a typo, after a mention.
     assert_eq!(
         parse_comment("@forgehand ready", "forgehand").unwrap(),
-        vec![Command::Request {
+        vec![Addressed::Request {
             text: "ready".into()
         }]
     );

@@ -38,6 +38,11 @@ pub struct GitConfig {
     /// (sparse holes and each hard link count: the host's diff reads
     /// them), before the push is refused (`too_large`).
     pub max_added_mib: u64,
+    /// Keep each job's directory (its working copy and git directory)
+    /// when the job ends instead of removing it, for debugging; its path
+    /// is logged. Off by default: a kept directory holds the repository's
+    /// code and takes disk.
+    pub keep_job_dirs: bool,
 }
 
 impl Default for GitConfig {
@@ -53,6 +58,7 @@ impl Default for GitConfig {
             commit_email: "forgehand@users.noreply.localhost".into(),
             max_file_mib: 100,
             max_added_mib: 1024,
+            keep_job_dirs: false,
         }
     }
 }

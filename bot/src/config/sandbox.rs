@@ -90,6 +90,8 @@ impl SandboxConfig {
         SandboxSpec {
             rootfs: self.rootfs.clone(),
             workspace: workspace.to_owned(),
+            home: None,
+            handover: Default::default(),
             env: forgehand_sandbox::namespace::sandbox_env(self.env.clone()),
             limits: self.limits(),
         }

@@ -9,8 +9,12 @@
 
 mod orders;
 mod prepare;
+pub mod replies;
+mod run;
 mod stages;
 pub mod status;
+#[cfg(test)]
+mod texts;
 mod work;
 
 use std::sync::Arc;
@@ -24,17 +28,18 @@ use forgehand_forge::git::SecretScanner;
 use forgehand_forge::ForgeKind;
 use forgehand_sandbox::Backend;
 use secrecy::SecretString;
-use serde_json::{json, Value};
 use tracing::info;
 
+use crate::agent::prompts::Prompts;
 use crate::config::Config;
-use crate::job::{Job, JobCommand, Task};
+use crate::job::{Command, Job, JobOutcome, JobResult, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
 use orders::{Order, Resolved};
+use run::{JobRun, Steps};
 use status::StatusComment;
-use work::{Done, Steps};
+use work::Done;
 
 /// Runs jobs against the forges' APIs.
 pub struct Pipeline {
@@ -168,7 +173,7 @@ impl JobHandler for Pipeline {
 
     /// A job's stages: answers that need no work, authorize, resolve the
     /// order, supersede, the status comment, the work, the report.
-    async fn run(&self, claimed: &ClaimedJob, cx: JobContext) -> Result<Value, JobError> {
+    async fn run(&self, claimed: &ClaimedJob, cx: JobContext) -> Result<JobResult, JobError> {
         let job = &claimed.job;
         let api = self.api(job.forge)?;
         let repo = RepoRef::new(&job.repo.owner, &job.repo.name);
@@ -176,10 +181,10 @@ impl JobHandler for Pipeline {
             return answered;
         }
         if !self.authorized(&*api, &repo, job).await? {
-            return Ok(json!({"outcome": "failed", "reason": Reason::Denied}));
+            return Ok(JobResult::failed(Reason::Denied, None));
         }
         if let Task::Command {
-            command: JobCommand::Stop,
+            command: Command::Stop,
             comment_id,
         } = &job.task
         {
@@ -194,71 +199,76 @@ impl JobHandler for Pipeline {
                 api.create_comment(&repo, job.target, &reply)
                     .await
                     .map_err(forge_err)?;
-                return Ok(json!({"outcome": outcome}));
+                return Ok(JobResult::new(outcome));
             }
         };
-        let status = self.acknowledge(claimed, &cx, &*api, &repo).await?;
-        let started = Instant::now();
-        let mut steps = Steps::new();
-        steps.done(stages::Stage::Authorized);
-        let work = async {
-            let mut work = self.prepare(job, &*api, &repo, &order).await?;
-            work.allow_sensitive = allow_sensitive;
-            self.work(claimed, &*api, &repo, &status, &mut steps, work)
-                .await
-        };
-        // A stop drops the work where it is: the sandbox goes with it.
-        let outcome = tokio::select! {
-            outcome = work => outcome,
-            _ = cx.cancel.cancelled() => Err(Failure::stopped(
-                cx.stop_reason().unwrap_or("the node is shutting down"),
-            )),
-        };
-        let ended = Ended {
+        let status = self.acknowledge(claimed, &*api, &repo).await?;
+        let mut run = JobRun {
             claimed,
             api: &*api,
             repo: &repo,
             status: &status,
-            steps: &steps,
-            seconds: started.elapsed().as_secs(),
+            // The operator's templates replace these once the work starts
+            // (reading them can fail, and a failure is reported like any).
+            prompts: Prompts::load(None).expect("the built-in prompts load"),
+            secrets: self.secrets.clone(),
+            steps: Steps::new(),
+            started: Instant::now(),
+        };
+        run.steps.done(stages::Stage::Authorized);
+        // A stop drops the work where it is: the sandbox goes with it.
+        let outcome = tokio::select! {
+            outcome = self.authorized_work(&mut run, &order, allow_sensitive) => outcome,
+            _ = cx.cancel.cancelled() => Err(Failure::stopped(
+                cx.stop_reason().unwrap_or("the node is shutting down"),
+            )),
         };
         match outcome {
-            Ok(done) => self.report_done(&ended, done).await,
-            Err(failure) => Err(self.report_failure(&ended, &cx, failure).await),
+            Ok(done) => self.report_done(&run, done).await,
+            Err(failure) => Err(self.report_failure(&run, &cx, failure).await),
         }
     }
 }
 
-/// What the report of a job's end needs.
-struct Ended<'a> {
-    claimed: &'a ClaimedJob,
-    api: &'a dyn ForgeApi,
-    repo: &'a RepoRef,
-    status: &'a StatusComment,
-    steps: &'a Steps,
-    seconds: u64,
-}
-
 impl Pipeline {
+    /// The work of an authorized job, with what it runs with: the
+    /// operator's prompts, loaded once, and every secret of the job.
+    async fn authorized_work(
+        &self,
+        run: &mut JobRun<'_>,
+        order: &Order,
+        allow_sensitive: bool,
+    ) -> Result<Done, Failure> {
+        run.prompts =
+            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        if let Some(key) = &self.config.model.api_key {
+            run.secrets.push(("model.api_key".to_owned(), key.clone()));
+        }
+        self.work(run, order, allow_sensitive).await
+    }
+
     /// `help`, and a command that could not be read: one reply, no work.
     async fn answer_at_once(
         &self,
         job: &Job,
         api: &dyn ForgeApi,
         repo: &RepoRef,
-    ) -> Option<Result<Value, JobError>> {
+    ) -> Option<Result<JobResult, JobError>> {
         let (text, outcome) = match &job.task {
             Task::Command {
-                command: JobCommand::Help,
+                command: Command::Help,
                 ..
-            } => (crate::command::help_text(&self.config.bot.username), "help"),
-            Task::ExplainCommandError { message, .. } => (message.clone(), "explained"),
+            } => (
+                crate::command::help_text(&self.config.bot.username),
+                JobOutcome::Help,
+            ),
+            Task::ExplainCommandError { message, .. } => (message.clone(), JobOutcome::Explained),
             _ => return None,
         };
         Some(
             api.create_comment(repo, job.target, &text)
                 .await
-                .map(|_| json!({ "outcome": outcome }))
+                .map(|_| JobResult::new(outcome))
                 .map_err(forge_err),
         )
     }
@@ -266,12 +276,12 @@ impl Pipeline {
     /// The order read against the target's history; older waiting work
     /// on the target gives way (this sender may command the bot).
     async fn resolve(&self, claimed: &ClaimedJob, cx: &JobContext) -> Result<Resolved, JobError> {
-        let resolved = orders::resolve(claimed, &*cx.store)
+        let resolved = orders::resolve(claimed, &*cx.ledger)
             .await
             .map_err(|e| JobError::retryable(e.to_string()))?;
         if matches!(resolved, Resolved::Work { .. }) {
             let superseded = cx
-                .store
+                .ledger
                 .supersede_waiting(&claimed.job.target_key(), claimed.id)
                 .await
                 .map_err(|e| JobError::retryable(e.to_string()))?;
@@ -286,7 +296,6 @@ impl Pipeline {
     async fn acknowledge(
         &self,
         claimed: &ClaimedJob,
-        cx: &JobContext,
         api: &dyn ForgeApi,
         repo: &RepoRef,
     ) -> Result<StatusComment, JobError> {
@@ -298,7 +307,11 @@ impl Pipeline {
             _ => ReactionTarget::Issue(job.target),
         };
         api.react_eyes(repo, reaction).await.map_err(forge_err)?;
-        let attempt = self.attempt(claimed, cx).await;
+        let attempt = status::Attempt {
+            number: claimed.attempt,
+            of: claimed.max_attempts,
+            after: claimed.last_error.clone().filter(|_| claimed.attempt > 1),
+        };
         StatusComment::open(
             api,
             repo,
@@ -311,63 +324,38 @@ impl Pipeline {
         .map_err(forge_err)
     }
 
-    /// What the order asks the agent to do.
-    async fn prepare(
-        &self,
-        job: &Job,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
-        order: &Order,
-    ) -> Result<work::Work, Failure> {
-        match order {
-            Order::Issue { plan } => self.issue_work(job, api, repo, plan).await,
-            Order::Review {
-                review_id,
-                state,
-                body,
-            } => {
-                let review = prepare::AnnouncedReview {
-                    id: *review_id,
-                    state: *state,
-                    body,
-                };
-                self.review_work(job, api, repo, &review).await
-            }
-            Order::PullRequestRequest { text } => {
-                self.pull_request_request_work(job, api, repo, text).await
-            }
-        }
-    }
-
     /// The status comment's final form and the job's result.
-    async fn report_done(&self, ended: &Ended<'_>, done: Done) -> Result<Value, JobError> {
-        let Ended {
-            api,
-            repo,
-            status,
-            steps,
-            seconds,
-            ..
-        } = ended;
-        let (text, result) = match done {
+    async fn report_done(&self, run: &JobRun<'_>, done: Done) -> Result<JobResult, JobError> {
+        let (text, mut result) = match done {
             Done::PullRequest {
                 number,
                 url,
                 updated,
-            } => (
-                status::done(&url, number, updated),
-                json!({"outcome": "succeeded", "pull_request": number, "url": url}),
-            ),
-            Done::Planned { plan } => (
-                status::planned(&plan, &self.config.bot.username),
-                json!({"outcome": "planned", "plan": plan}),
-            ),
+            } => {
+                let text = status::done(&url, number, updated);
+                let result = JobResult {
+                    pull_request: Some(number),
+                    url: Some(url),
+                    ..JobResult::new(JobOutcome::Succeeded)
+                };
+                (text, result)
+            }
+            Done::Planned { plan } => {
+                let text = status::planned(&plan, &self.config.bot.username);
+                let result = JobResult {
+                    plan: Some(plan),
+                    ..JobResult::new(JobOutcome::Planned)
+                };
+                (text, result)
+            }
         };
-        status.set(*api, repo, &text).await.map_err(forge_err)?;
-        let mut result = result;
-        result["seconds"] = json!(seconds);
-        result["steps"] = json!(steps.list);
-        result["transcript"] = json!(steps.transcript);
+        run.status
+            .set(run.api, run.repo, &text)
+            .await
+            .map_err(forge_err)?;
+        result.seconds = Some(run.started.elapsed().as_secs());
+        result.steps = run.steps.list.clone();
+        result.transcript = run.steps.transcript.clone();
         Ok(result)
     }
 
@@ -375,18 +363,11 @@ impl Pipeline {
     /// record; the queue's verdict follows from the failure.
     async fn report_failure(
         &self,
-        ended: &Ended<'_>,
+        run: &JobRun<'_>,
         cx: &JobContext,
         failure: Failure,
     ) -> JobError {
-        let Ended {
-            claimed,
-            api,
-            repo,
-            status,
-            steps,
-            seconds,
-        } = ended;
+        let status = run.status;
         let text = if failure.reason == Reason::Stopped {
             status::stopped(&failure.message)
         } else if failure.retryable && status.attempt().has_next() {
@@ -395,15 +376,19 @@ impl Pipeline {
             status::failed(failure.reason, &failure.message)
         };
         // Whatever else failed, the status comment must not say "working".
-        let _ = status.set(*api, repo, &text).await;
-        let record = json!({"outcome": "failed", "reason": failure.reason,
-            "message": failure.message, "seconds": seconds,
-            "steps": steps.list, "transcript": steps.transcript});
-        if let Err(error) = cx.store.record_result(claimed.id, &record).await {
+        let _ = status.set(run.api, run.repo, &text).await;
+        let record = JobResult {
+            seconds: Some(run.started.elapsed().as_secs()),
+            steps: run.steps.list.clone(),
+            transcript: run.steps.transcript.clone(),
+            ..JobResult::failed(failure.reason, Some(failure.message.clone()))
+        };
+        let id = run.claimed.id;
+        if let Err(error) = cx.ledger.record_result(id, &record.to_value()).await {
             tracing::warn!(%error, "keeping the failed job's steps failed");
         }
         let mut text = format!("{}: {}", failure.reason, failure.message);
-        if let Some(path) = &steps.transcript {
+        if let Some(path) = &run.steps.transcript {
             text.push_str(&format!(" (transcript: {path})"));
         }
         if failure.reason == Reason::Stopped {
@@ -424,24 +409,6 @@ impl Pipeline {
         }
     }
 
-    /// Which attempt this is, and how the last one ended (for the status
-    /// comment: a retry shows as a retry).
-    async fn attempt(&self, claimed: &ClaimedJob, cx: &JobContext) -> status::Attempt {
-        let after = if claimed.attempt > 1 {
-            match cx.store.job(claimed.id).await {
-                Ok(Some(detail)) => detail.job.last_error,
-                _ => None,
-            }
-        } else {
-            None
-        };
-        status::Attempt {
-            number: claimed.attempt,
-            of: claimed.max_attempts,
-            after,
-        }
-    }
-
     /// Whether the job's sender has write access; one polite reply when not.
     async fn authorized(
         &self,
@@ -456,10 +423,7 @@ impl Pipeline {
         if permission.can_write() {
             return Ok(true);
         }
-        let reply = format!(
-            "@{} thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.",
-            job.requested_by
-        );
+        let reply = replies::not_authorized(&job.requested_by);
         api.create_comment(repo, job.target, &reply)
             .await
             .map_err(forge_err)?;
@@ -475,19 +439,16 @@ impl Pipeline {
         api: &dyn ForgeApi,
         repo: &RepoRef,
         comment_id: u64,
-    ) -> Result<Value, JobError> {
+    ) -> Result<JobResult, JobError> {
         let job = &claimed.job;
         let reason = format!("stopped by @{}", job.requested_by);
         let stopped = cx
-            .store
+            .ledger
             .request_stop(&job.target_key(), claimed.id, &reason)
             .await
             .map_err(|e| JobError::retryable(e.to_string()))?;
         if stopped.is_empty() {
-            let reply = format!(
-                "@{} there is nothing to stop: no job of mine is running or waiting on #{}.",
-                job.requested_by, job.target
-            );
+            let reply = replies::nothing_to_stop(job);
             api.create_comment(repo, job.target, &reply)
                 .await
                 .map_err(forge_err)?;
@@ -496,6 +457,9 @@ impl Pipeline {
                 .await
                 .map_err(forge_err)?;
         }
-        Ok(json!({"outcome": "stopped", "jobs": stopped}))
+        Ok(JobResult {
+            stopped,
+            ..JobResult::new(JobOutcome::Stopped)
+        })
     }
 }

@@ -3,10 +3,11 @@
 
 use forgehand_forge::ReviewState;
 
-use crate::job::{Job, JobCommand, Task};
-use crate::store::{ClaimedJob, JobState, Store, StoreResult, TargetJob};
+use crate::job::{Command, JobOutcome, JobResult, Task};
+use crate::store::{CancelCause, ClaimedJob, JobLedger, JobState, StoreResult, TargetJob};
 
 use super::prepare::PlanStep;
+use super::replies;
 
 /// Work for the pipeline.
 pub(super) enum Order {
@@ -32,28 +33,25 @@ pub(super) enum Resolved {
         allow_sensitive: bool,
     },
     /// Nothing to work on: one reply says why.
-    Answer {
-        reply: String,
-        outcome: &'static str,
-    },
+    Answer { reply: String, outcome: JobOutcome },
 }
 
 /// How far back a target's history is read.
 const HISTORY: u32 = 50;
 
-pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
+pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved> {
     let job = &claimed.job;
     match &job.task {
         Task::Command {
-            command: JobCommand::Retry,
+            command: Command::Retry,
             ..
         } => retry(claimed, store, false).await,
         Task::Command {
-            command: JobCommand::AllowSensitive,
+            command: Command::AllowSensitive,
             ..
         } => retry(claimed, store, true).await,
         Task::Command {
-            command: JobCommand::Go,
+            command: Command::Go,
             ..
         } => go(claimed, store).await,
         task => Ok(match order_for(task, job.on_pull_request) {
@@ -62,8 +60,8 @@ pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn Store) -> StoreRes
                 allow_sensitive: false,
             },
             None => Resolved::Answer {
-                reply: unsupported(job),
-                outcome: "unsupported",
+                reply: replies::unsupported(job),
+                outcome: JobOutcome::Unsupported,
             },
         }),
     }
@@ -75,7 +73,7 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
         (Task::Labeled { .. } | Task::Assigned | Task::Request { .. }, false)
         | (
             Task::Command {
-                command: JobCommand::Fix { .. },
+                command: Command::Fix { .. },
                 ..
             },
             false,
@@ -84,7 +82,7 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
         },
         (
             Task::Command {
-                command: JobCommand::Plan { .. },
+                command: Command::Plan { .. },
                 ..
             },
             false,
@@ -94,7 +92,7 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
         (Task::Request { text, .. }, true) => Order::PullRequestRequest { text: text.clone() },
         (
             Task::Command {
-                command: JobCommand::Fix { instructions },
+                command: Command::Fix { instructions },
                 ..
             },
             true,
@@ -120,21 +118,6 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
     Some(order)
 }
 
-fn unsupported(job: &Job) -> String {
-    let what = match &job.task {
-        Task::Command {
-            command: JobCommand::Plan { .. },
-            ..
-        } => "`/forgehand plan` works on issues; on a pull request, ask for the change itself",
-        _ if job.on_pull_request => "I did not find work in this request for a pull request",
-        _ => "I did not find work in this request",
-    };
-    format!(
-        "@{} {what}. `/forgehand help` lists what I understand.",
-        job.requested_by
-    )
-}
-
 /// Earlier work on the target, newest first: jobs whose task asks for work,
 /// leaving out the ones a newer request superseded.
 fn earlier_work(
@@ -144,28 +127,21 @@ fn earlier_work(
     history
         .iter()
         .filter(move |j| j.id != current)
-        .filter(|j| {
-            !j.error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("superseded"))
-        })
+        .filter(|j| j.cancel_cause != Some(CancelCause::Superseded))
         .filter_map(|j| order_for(&j.job.task, j.job.on_pull_request).map(|o| (j, o)))
 }
 
 async fn retry(
     claimed: &ClaimedJob,
-    store: &dyn Store,
+    store: &dyn JobLedger,
     allow_sensitive: bool,
 ) -> StoreResult<Resolved> {
     let job = &claimed.job;
     let history = store.target_history(&job.target_key(), HISTORY).await?;
     let Some((last, order)) = earlier_work(&history, claimed.id).next() else {
         return Ok(Resolved::Answer {
-            reply: format!(
-                "@{} there is nothing to retry: I have not worked on #{} before.",
-                job.requested_by, job.target
-            ),
-            outcome: "nothing_to_retry",
+            reply: replies::nothing_to_retry_yet(job),
+            outcome: JobOutcome::NothingToRetry,
         });
     };
     match last.state {
@@ -174,19 +150,13 @@ async fn retry(
             allow_sensitive,
         }),
         state => Ok(Resolved::Answer {
-            reply: format!(
-                "@{} there is nothing to retry: my last job on #{} (job {}) is {}.",
-                job.requested_by,
-                job.target,
-                last.id,
-                state.as_str()
-            ),
-            outcome: "nothing_to_retry",
+            reply: replies::nothing_to_retry(job, last.id, state),
+            outcome: JobOutcome::NothingToRetry,
         }),
     }
 }
 
-async fn go(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
+async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved> {
     let job = &claimed.job;
     let history = store.target_history(&job.target_key(), HISTORY).await?;
     let plan = history
@@ -196,13 +166,13 @@ async fn go(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
             matches!(
                 j.job.task,
                 Task::Command {
-                    command: JobCommand::Plan { .. },
+                    command: Command::Plan { .. },
                     ..
                 }
             )
         })
         .filter(|j| j.state == JobState::Succeeded)
-        .and_then(|j| j.result.as_ref()?.get("plan")?.as_str().map(str::to_owned));
+        .and_then(|j| JobResult::from_value(j.result.as_ref()?)?.plan);
     Ok(match plan {
         Some(plan) => Resolved::Work {
             order: Order::Issue {
@@ -211,11 +181,8 @@ async fn go(claimed: &ClaimedJob, store: &dyn Store) -> StoreResult<Resolved> {
             allow_sensitive: false,
         },
         None => Resolved::Answer {
-            reply: format!(
-                "@{} there is no plan to go ahead with on #{}: ask `/forgehand plan` first.",
-                job.requested_by, job.target
-            ),
-            outcome: "no_plan",
+            reply: replies::no_plan(job),
+            outcome: JobOutcome::NoPlan,
         },
     })
 }

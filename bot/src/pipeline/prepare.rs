@@ -7,10 +7,11 @@ use std::collections::HashMap;
 use forgehand_forge::api::{ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
 use forgehand_forge::ReviewState;
 
+use super::orders::Order;
+use super::run::JobRun;
 use super::work::Work;
 use super::{Failure, Pipeline};
-use crate::agent::prompts::{ForgeText, Prompts};
-use crate::job::Job;
+use crate::agent::prompts::ForgeText;
 use crate::reason::Reason;
 
 /// Who may write to the repository, as the forge answers for each author
@@ -71,7 +72,7 @@ pub(super) fn announced_review<'r>(
 }
 
 /// The review a follow-up answers, as the webhook announced it.
-pub(super) struct AnnouncedReview<'a> {
+struct AnnouncedReview<'a> {
     /// GitHub's review id; Gitea's webhook names none.
     pub id: Option<u64>,
     pub state: ReviewState,
@@ -89,14 +90,29 @@ pub(super) enum PlanStep {
 }
 
 impl Pipeline {
+    /// What the order asks the agent to do, on which branch.
+    pub(super) async fn task(&self, run: &JobRun<'_>, order: &Order) -> Result<Work, Failure> {
+        match order {
+            Order::Issue { plan } => self.issue_work(run, plan).await,
+            Order::Review {
+                review_id,
+                state,
+                body,
+            } => {
+                let review = AnnouncedReview {
+                    id: *review_id,
+                    state: *state,
+                    body,
+                };
+                self.review_work(run, &review).await
+            }
+            Order::PullRequestRequest { text } => self.pull_request_request_work(run, text).await,
+        }
+    }
+
     /// What an issue job works on: a new branch, the issue as its task.
-    pub(super) async fn issue_work(
-        &self,
-        job: &Job,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
-        plan: &PlanStep,
-    ) -> Result<Work, Failure> {
+    async fn issue_work(&self, run: &JobRun<'_>, plan: &PlanStep) -> Result<Work, Failure> {
+        let (job, api, repo, prompts) = (run.job(), run.api, run.repo, &run.prompts);
         let issue = api.issue(repo, job.target).await.map_err(Failure::forge)?;
         let comments = api
             .comments(repo, job.target)
@@ -108,8 +124,6 @@ impl Pipeline {
         for comment in &comments {
             writers.push(permissions.can_write(&comment.author.login).await?);
         }
-        let prompts =
-            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         let wrapped_issue = prompts.wrap(&ForgeText {
             kind: "issue",
             author: &issue.author.login,
@@ -152,7 +166,6 @@ impl Pipeline {
                 .clone()
                 .unwrap_or_else(|| "main".into()),
             prompt,
-            prompts,
             follow_up: None,
             plan_only: matches!(plan, PlanStep::Propose),
             allow_sensitive: false,
@@ -163,14 +176,13 @@ impl Pipeline {
     /// the review and its threads as the task. Only the comments of the
     /// review that triggered the job are threads, each attributed to its
     /// author with their permission as the forge answers it.
-    pub(super) async fn review_work(
+    async fn review_work(
         &self,
-        job: &Job,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
+        run: &JobRun<'_>,
         review: &AnnouncedReview<'_>,
     ) -> Result<Work, Failure> {
-        let pr = self.own_pull_request(job, api, repo).await?;
+        let (job, api, repo, prompts) = (run.job(), run.api, run.repo, &run.prompts);
+        let pr = self.own_pull_request(run).await?;
         let review_id = match review.id {
             Some(id) => Some(id),
             None => {
@@ -197,8 +209,6 @@ impl Pipeline {
                 .map_err(Failure::forge)?,
             None => Vec::new(),
         };
-        let prompts =
-            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         let mut permissions = Permissions::new(api, repo);
         let mut text = prompts.wrap(&ForgeText {
             kind: "review",
@@ -232,7 +242,6 @@ impl Pipeline {
             branch: pr.head_ref.clone(),
             base: pr.base_ref.clone(),
             prompt,
-            prompts,
             follow_up: Some((pr, threads)),
             plan_only: false,
             allow_sensitive: false,
@@ -241,16 +250,13 @@ impl Pipeline {
 
     /// A request in a comment on the bot's pull request: the agent works
     /// on the pull request's branch with the comment as its task.
-    pub(super) async fn pull_request_request_work(
+    async fn pull_request_request_work(
         &self,
-        job: &Job,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
+        run: &JobRun<'_>,
         request: &str,
     ) -> Result<Work, Failure> {
-        let pr = self.own_pull_request(job, api, repo).await?;
-        let prompts =
-            Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
+        let (job, api, repo, prompts) = (run.job(), run.api, run.repo, &run.prompts);
+        let pr = self.own_pull_request(run).await?;
         let can_write = Permissions::new(api, repo)
             .can_write(&job.requested_by)
             .await?;
@@ -277,7 +283,6 @@ impl Pipeline {
             branch: pr.head_ref.clone(),
             base: pr.base_ref.clone(),
             prompt,
-            prompts,
             follow_up: Some((pr, Vec::new())),
             plan_only: false,
             allow_sensitive: false,
@@ -286,14 +291,10 @@ impl Pipeline {
 
     /// The pull request a follow-up works on, which must be one of the
     /// bot's: a person's branch is never pushed to.
-    async fn own_pull_request(
-        &self,
-        job: &Job,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
-    ) -> Result<PullRequest, Failure> {
-        let pr = api
-            .pull_request(repo, job.target)
+    async fn own_pull_request(&self, run: &JobRun<'_>) -> Result<PullRequest, Failure> {
+        let pr = run
+            .api
+            .pull_request(run.repo, run.job().target)
             .await
             .map_err(Failure::forge)?;
         if !pr.head_ref.starts_with(self.config.git.branch_prefix()) {

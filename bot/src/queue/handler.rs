@@ -4,7 +4,8 @@ use tracing::info;
 
 use std::sync::{Arc, OnceLock};
 
-use crate::store::{ClaimedJob, Store};
+use crate::job::{JobOutcome, JobResult};
+use crate::store::{ClaimedJob, JobLedger};
 
 /// How a job attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,16 +37,17 @@ pub struct JobContext {
     /// node giving the job up at shutdown. The handler should stop soon
     /// after, cleaning up what it started (the sandbox, the status).
     pub cancel: CancellationToken,
-    /// The queue's store: a target's history, for retry and go.
-    pub store: Arc<dyn Store>,
+    /// What the handler may do with the store: its target's history (for
+    /// retry and go), superseding, stopping, keeping a failure's result.
+    pub ledger: Arc<dyn JobLedger>,
     stop_reason: Arc<OnceLock<String>>,
 }
 
 impl JobContext {
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(ledger: Arc<dyn JobLedger>) -> Self {
         JobContext {
             cancel: CancellationToken::new(),
-            store,
+            ledger,
             stop_reason: Arc::default(),
         }
     }
@@ -66,7 +68,7 @@ impl JobContext {
 /// Does the work of one job. Runs with the job's lease held.
 #[async_trait]
 pub trait JobHandler: Send + Sync + 'static {
-    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError>;
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<JobResult, JobError>;
 
     /// The job ended without its handler's last word: its worker died on
     /// the last attempt and the queue dead-lettered it. The handler says
@@ -81,11 +83,14 @@ pub struct LoggingHandler;
 
 #[async_trait]
 impl JobHandler for LoggingHandler {
-    async fn run(&self, job: &ClaimedJob, _cx: JobContext) -> Result<serde_json::Value, JobError> {
+    async fn run(&self, job: &ClaimedJob, _cx: JobContext) -> Result<JobResult, JobError> {
         info!(job = ?job.job, "dry run: recording the job as handled");
-        Ok(serde_json::json!({
-            "handled_by": "dry_run",
-            "note": "bot.dry_run: the job was recorded and logged, nothing was done on the forge",
-        }))
+        Ok(JobResult {
+            message: Some(
+                "bot.dry_run: the job was recorded and logged, nothing was done on the forge"
+                    .into(),
+            ),
+            ..JobResult::new(JobOutcome::DryRun)
+        })
     }
 }

@@ -19,7 +19,8 @@ use tracing::{error, info, info_span, warn, Instrument};
 pub use backoff::Backoff;
 pub use handler::{JobContext, JobError, JobHandler, LoggingHandler};
 
-use crate::store::{ClaimedJob, Finish, Store};
+use crate::job::JobResult;
+use crate::store::{ClaimedJob, Finish, JobLedger, Store};
 use crate::time::now_ms;
 
 /// How long a job asked to stop has to clean up before it is aborted.
@@ -216,7 +217,7 @@ impl Worker {
 
     /// Runs the handler with heartbeats; decides how the attempt ends.
     async fn attempt(&self, job: &ClaimedJob) -> Finish {
-        let cx = JobContext::new(self.store.clone());
+        let cx = JobContext::new(self.store.clone() as Arc<dyn JobLedger>);
         let abandoned = self.abandon.child_token();
         let handler = self.handler.clone();
         let owned = job.clone();
@@ -257,7 +258,9 @@ impl Worker {
                             // The handler cleans up (its sandbox, its
                             // status comment); one that does not is cut off.
                             match tokio::time::timeout(STOP_GRACE, &mut run).await {
-                                Ok(Ok(Ok(Ok(result)))) => return Finish::Succeeded { result },
+                                Ok(Ok(Ok(Ok(result)))) => {
+                                    return Finish::Succeeded { result: result.to_value() }
+                                }
                                 Ok(_) => {}
                                 Err(_) => {
                                     warn!(grace = ?STOP_GRACE, "the job did not stop in time; aborting it");
@@ -290,10 +293,12 @@ impl Worker {
         &self,
         job: &ClaimedJob,
         cx: &JobContext,
-        result: Result<serde_json::Value, JobError>,
+        result: Result<JobResult, JobError>,
     ) -> Finish {
         match result {
-            Ok(result) => Finish::Succeeded { result },
+            Ok(result) => Finish::Succeeded {
+                result: result.to_value(),
+            },
             Err(_) if cx.stop_reason().is_some() => Finish::Cancelled {
                 reason: cx.stop_reason().unwrap_or_default().to_owned(),
             },

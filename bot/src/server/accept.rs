@@ -10,41 +10,32 @@ use tracing::{info, warn};
 
 use super::webhook::Understood;
 use super::AppState;
-use crate::store::{
-    CompressedPayload, InstallationChange, InstallationUpdate, NewDelivery, NewJob, Outcome,
-    PayloadDigest, Recorded,
-};
+use crate::store::{CompressedPayload, NewDelivery, NewJob, Outcome, PayloadDigest, Recorded};
 use crate::trigger::{decide, Decision};
 
 pub(super) async fn accept(state: &AppState, u: Understood, received_at: i64) -> Response {
-    let decision = decide(u.forge, &u.event, &state.bot);
     let event_name = u.event.name();
-    let installation = installation_change(&u.event);
-    let (outcome, status, jobs, detail, reason) = match decision {
+    let (outcome, jobs, installation, detail, reason) = match decide(u.forge, &u.event, &state.bot)
+    {
+        Decision::Act { jobs, detail } => (Outcome::Accepted, jobs, None, Some(detail), None),
         // Nothing to do, but something to remember: which repositories
         // the App can reach.
-        Decision::Ignore { .. } if installation.is_some() => (
+        Decision::Remember { installation } => (
             Outcome::Accepted,
-            StatusCode::ACCEPTED,
             Vec::new(),
+            Some(installation),
             Some(event_name.clone()),
-            None,
-        ),
-        Decision::Act { jobs, detail } => (
-            Outcome::Accepted,
-            StatusCode::ACCEPTED,
-            jobs,
-            Some(detail),
             None,
         ),
         Decision::Ignore { reason, detail } => (
             Outcome::Ignored,
-            StatusCode::ACCEPTED,
             Vec::new(),
+            None,
             detail,
-            Some(reason),
+            Some(reason.to_string()),
         ),
     };
+    let status = StatusCode::ACCEPTED;
     let target = jobs
         .first()
         .map(|j| j.target)
@@ -111,53 +102,6 @@ pub(super) async fn accept(state: &AppState, u: Understood, received_at: i64) ->
                 .into_response()
         }
     }
-}
-
-/// The change an App installation event makes to what the App can reach.
-fn installation_change(event: &Event) -> Option<InstallationChange> {
-    use forgehand_forge::InstallationAction;
-    let (id, account, update) = match event {
-        Event::Installation {
-            action,
-            installation_id,
-            account,
-            repositories,
-            ..
-        } => {
-            let update = match action {
-                InstallationAction::Created => InstallationUpdate::Installed {
-                    repositories: repositories.clone(),
-                },
-                InstallationAction::Deleted => InstallationUpdate::Deleted,
-                InstallationAction::Suspended => InstallationUpdate::Suspended,
-                InstallationAction::Unsuspended => InstallationUpdate::Unsuspended,
-                InstallationAction::NewPermissionsAccepted => return None,
-            };
-            (*installation_id, account, update)
-        }
-        // Both lists are applied whatever the action: an "added" event
-        // lists nothing removed, and the other way round.
-        Event::InstallationRepositories {
-            installation_id,
-            account,
-            added,
-            removed,
-            ..
-        } => (
-            *installation_id,
-            account,
-            InstallationUpdate::Repositories {
-                added: added.clone(),
-                removed: removed.clone(),
-            },
-        ),
-        _ => return None,
-    };
-    Some(InstallationChange {
-        id,
-        account: account.clone(),
-        update,
-    })
 }
 
 fn event_target(event: &Event) -> Option<u64> {

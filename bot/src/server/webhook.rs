@@ -9,8 +9,10 @@
 //! its size and the budget of buffered bytes; and a refusal is recorded
 //! in bounded form, at a bounded rate.
 
+use std::marker::PhantomData;
+
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -19,37 +21,125 @@ use forgehand_forge::webhook::DeliveryHeaders;
 use forgehand_forge::{parse_delivery, ForgeKind};
 use secrecy::SecretString;
 use serde_json::json;
-use tracing::{debug, info_span, warn, Instrument};
+use tracing::{debug, info_span, warn, Instrument, Span};
 
 use super::body::{self, BodyError, HeldBody};
 use super::refusals::{self, bounded, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES};
 use super::{accept, replay, AppState};
 use crate::time::now_ms;
 
-#[derive(Clone, Copy)]
-enum Endpoint {
-    Github,
-    Gitea,
+/// Which webhook endpoint a delivery came to: its secrets, and the forges
+/// whose headers belong there.
+pub trait Endpoint: Send + Sync + 'static {
+    const GITEA: bool;
 }
 
-pub async fn github(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    receive(state, Endpoint::Github, headers, body).await
+/// `/webhooks/github`.
+pub struct Github;
+/// `/webhooks/gitea` and `/webhooks/forgejo`.
+pub struct Gitea;
+
+impl Endpoint for Github {
+    const GITEA: bool = false;
 }
 
-pub async fn gitea(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    receive(state, Endpoint::Gitea, headers, body).await
+impl Endpoint for Gitea {
+    const GITEA: bool = true;
 }
 
-async fn receive(state: AppState, endpoint: Endpoint, headers: HeaderMap, body: Body) -> Response {
-    let read = DeliveryHeaders::read(|name| headers.get(name).and_then(|v| v.to_str().ok()));
-    // Cut short: these are whatever the caller sent, signed or not.
-    let span = info_span!(
-        "delivery",
-        forge = %read.forge,
-        delivery_id = bounded(read.delivery_id.as_deref().unwrap_or("-"), MAX_DELIVERY_ID_BYTES),
-        event = bounded(read.event.as_deref().unwrap_or("-"), MAX_EVENT_BYTES),
-    );
-    handle(state, endpoint, read, body).instrument(span).await
+/// A delivery to endpoint `E`, authenticated against its secrets, read
+/// within its limits and parsed into one [`forgehand_forge::Event`]: the
+/// one extractor both webhook endpoints take (its rejection,
+/// [`Refused`], says why not). Nothing of an unverified body reaches a
+/// handler.
+pub struct Verified<E> {
+    pub(super) understood: Understood,
+    received_at: i64,
+    span: Span,
+    endpoint: PhantomData<E>,
+}
+
+/// A delivery refused before it was understood: the headers it came
+/// with, why, and when. The handler records it (within the rate) and
+/// answers; on its own it answers without recording.
+pub struct Refused {
+    read: DeliveryHeaders,
+    refusal: Refusal,
+    received_at: i64,
+    span: Span,
+}
+
+impl<E: Endpoint> FromRequest<AppState> for Verified<E> {
+    type Rejection = Refused;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Refused> {
+        let received_at = now_ms();
+        let (parts, body) = request.into_parts();
+        let headers: &HeaderMap = &parts.headers;
+        let read = DeliveryHeaders::read(|name| headers.get(name).and_then(|v| v.to_str().ok()));
+        // Cut short: these are whatever the caller sent, signed or not.
+        let span = info_span!(
+            "delivery",
+            forge = %read.forge,
+            delivery_id = bounded(read.delivery_id.as_deref().unwrap_or("-"), MAX_DELIVERY_ID_BYTES),
+            event = bounded(read.event.as_deref().unwrap_or("-"), MAX_EVENT_BYTES),
+        );
+        let understood = understand(state, E::GITEA, &read, body)
+            .instrument(span.clone())
+            .await;
+        match understood {
+            Ok(understood) => Ok(Verified {
+                understood,
+                received_at,
+                span,
+                endpoint: PhantomData,
+            }),
+            Err(refusal) => Err(Refused {
+                read,
+                refusal,
+                received_at,
+                span,
+            }),
+        }
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let reason = bounded(&self.refusal.reason, refusals::MAX_REASON_BYTES);
+        answer_refusal(self.refusal, &reason)
+    }
+}
+
+pub async fn github(
+    State(state): State<AppState>,
+    delivery: Result<Verified<Github>, Refused>,
+) -> Response {
+    receive(state, delivery).await
+}
+
+pub async fn gitea(
+    State(state): State<AppState>,
+    delivery: Result<Verified<Gitea>, Refused>,
+) -> Response {
+    receive(state, delivery).await
+}
+
+/// Accepted (the trigger decides, the intake records, then the answer),
+/// or refused (recorded within the rate, counted, answered).
+async fn receive<E>(state: AppState, delivery: Result<Verified<E>, Refused>) -> Response {
+    match delivery {
+        Ok(verified) => {
+            let span = verified.span.clone();
+            accept::accept(&state, verified.understood, verified.received_at)
+                .instrument(span)
+                .await
+        }
+        Err(refused) => {
+            let span = refused.span.clone();
+            record_refusal(&state, refused).instrument(span).await
+        }
+    }
 }
 
 /// A refusal: recorded (within the rate), counted, answered with a short
@@ -79,25 +169,13 @@ fn refuse_unread(status: StatusCode, reason: impl Into<String>) -> Refusal {
     }
 }
 
-async fn handle(
-    state: AppState,
-    endpoint: Endpoint,
-    read: DeliveryHeaders,
-    body: Body,
-) -> Response {
-    let received_at = now_ms();
-    match understand(&state, endpoint, &read, body).await {
-        Ok(understood) => accept::accept(&state, understood, received_at).await,
-        Err(refusal) => refused(&state, &read, refusal, received_at).await,
-    }
-}
-
-async fn refused(
-    state: &AppState,
-    read: &DeliveryHeaders,
-    refusal: Refusal,
-    received_at: i64,
-) -> Response {
+async fn record_refusal(state: &AppState, refused: Refused) -> Response {
+    let Refused {
+        read,
+        refusal,
+        received_at,
+        ..
+    } = refused;
     let reason = bounded(&refusal.reason, refusals::MAX_REASON_BYTES);
     // An untrusted event name must not become a metrics label.
     state.metrics.count(
@@ -109,7 +187,7 @@ async fn refused(
     // shows in /metrics, not as a flood of log lines.
     if state.refusals.take() {
         warn!(status = refusal.status.as_u16(), %reason, "delivery refused");
-        let record = refusals::record(read, refusal.status.as_u16(), &reason, received_at);
+        let record = refusals::record(&read, refusal.status.as_u16(), &reason, received_at);
         match state.intake.record(record).await {
             Ok(_) => state.metrics.refusal_recorded(),
             Err(error) => warn!(%error, "recording a refused delivery failed"),
@@ -118,6 +196,10 @@ async fn refused(
         debug!(status = refusal.status.as_u16(), %reason, "delivery refused, past the rate of records");
         state.metrics.refusal_unrecorded();
     }
+    answer_refusal(refusal, &reason)
+}
+
+fn answer_refusal(refusal: Refusal, reason: &str) -> Response {
     let body = json!({ "outcome": "rejected", "error": reason });
     let mut response = (refusal.status, Json(body)).into_response();
     let headers = response.headers_mut();
@@ -140,11 +222,11 @@ pub(super) struct Understood {
 
 async fn understand(
     state: &AppState,
-    endpoint: Endpoint,
+    gitea_endpoint: bool,
     read: &DeliveryHeaders,
     body: Body,
 ) -> Result<Understood, Refusal> {
-    let secrets = secrets_for(state, endpoint, read)?;
+    let secrets = secrets_for(state, gitea_endpoint, read)?;
     let limit = state.webhooks.max_body_bytes;
     if body::declared_too_large(&body, limit) {
         return Err(too_large(limit));
@@ -198,17 +280,17 @@ async fn understand(
 /// The secrets of the endpoint, if the delivery's headers belong there.
 fn secrets_for(
     state: &AppState,
-    endpoint: Endpoint,
+    gitea_endpoint: bool,
     read: &DeliveryHeaders,
 ) -> Result<std::sync::Arc<Vec<SecretString>>, Refusal> {
-    match (endpoint, read.forge.is_gitea_family()) {
-        (Endpoint::Github, false) => Ok(state.github_secrets.current()),
-        (Endpoint::Gitea, true) => Ok(state.gitea_secrets.current()),
-        (Endpoint::Github, true) => Err(refuse_unread(
+    match (gitea_endpoint, read.forge.is_gitea_family()) {
+        (false, false) => Ok(state.github_secrets.current()),
+        (true, true) => Ok(state.gitea_secrets.current()),
+        (false, true) => Err(refuse_unread(
             StatusCode::BAD_REQUEST,
             "this is a Gitea/Forgejo delivery; point the webhook at /webhooks/gitea",
         )),
-        (Endpoint::Gitea, false) => Err(refuse_unread(
+        (true, false) => Err(refuse_unread(
             StatusCode::BAD_REQUEST,
             "missing X-Gitea-Event (or X-Forgejo-Event) header",
         )),

@@ -1,7 +1,7 @@
 use forgehand_forge::{IssueState, ReviewState};
 
 use super::*;
-use crate::job::{JobCommand, Task};
+use crate::job::{Command, Task};
 
 fn bot() -> BotIdentity {
     BotIdentity {
@@ -94,14 +94,14 @@ fn single_job(decision: Decision) -> (Job, String) {
             assert_eq!(jobs.len(), 1);
             (jobs.remove(0), detail)
         }
-        Decision::Ignore { reason, .. } => panic!("expected a job, ignored: {reason}"),
+        other => panic!("expected a job: {other:?}"),
     }
 }
 
 fn ignored(decision: Decision) -> String {
     match decision {
-        Decision::Ignore { reason, .. } => reason,
-        Decision::Act { jobs, .. } => panic!("expected ignore, got {jobs:?}"),
+        Decision::Ignore { reason, .. } => reason.to_string(),
+        other => panic!("expected ignore: {other:?}"),
     }
 }
 
@@ -188,7 +188,7 @@ fn a_mention_becomes_a_request_and_a_slash_command_a_command() {
     assert_eq!(
         job.task,
         Task::Command {
-            command: JobCommand::Retry,
+            command: Command::Retry,
             comment_id: 55
         }
     );
@@ -281,4 +281,56 @@ fn edited_comments_and_unrelated_events_are_ignored() {
         &bot(),
     ));
     assert!(reason.contains("push"), "{reason}");
+}
+
+/// An App's installation events make no job but change what the App can
+/// reach: the trigger says what to remember, whoever sent them.
+#[test]
+fn installation_events_are_remembered_not_acted_on() {
+    use crate::store::{InstallationChange, InstallationUpdate};
+    use forgehand_forge::{Actor, InstallationAction};
+    let sender = Actor {
+        login: "octo-owner".into(),
+        id: 1,
+        is_bot: false,
+    };
+    let installed = Event::Installation {
+        action: InstallationAction::Created,
+        installation_id: 42,
+        account: "acme".into(),
+        sender: sender.clone(),
+        repositories: vec!["acme/widgets".into()],
+    };
+    assert_eq!(
+        decide(ForgeKind::Github, &installed, &bot()),
+        Decision::Remember {
+            installation: InstallationChange {
+                id: 42,
+                account: "acme".into(),
+                update: InstallationUpdate::Installed {
+                    repositories: vec!["acme/widgets".into()]
+                },
+            }
+        }
+    );
+    let suspended = Event::Installation {
+        action: InstallationAction::Suspended,
+        installation_id: 42,
+        account: "acme".into(),
+        sender: sender.clone(),
+        repositories: Vec::new(),
+    };
+    assert!(matches!(
+        decide(ForgeKind::Github, &suspended, &bot()),
+        Decision::Remember { installation } if installation.update == InstallationUpdate::Suspended
+    ));
+    // Accepting new permissions changes nothing the bot keeps.
+    let accepted = Event::Installation {
+        action: InstallationAction::NewPermissionsAccepted,
+        installation_id: 42,
+        account: "acme".into(),
+        sender,
+        repositories: Vec::new(),
+    };
+    assert!(ignored(decide(ForgeKind::Github, &accepted, &bot())).contains("does not act"));
 }

@@ -8,7 +8,7 @@ pub use std::sync::{Arc, Mutex};
 pub use std::time::Duration;
 
 use async_trait::async_trait;
-pub use forgehand_bot::job::{Job, JobCommand, Task};
+pub use forgehand_bot::job::{Command, Job, JobOutcome, JobResult, Task};
 pub use forgehand_bot::queue::{
     Backoff, JobContext, JobError, JobHandler, QueueSettings, WorkerPool,
 };
@@ -41,7 +41,7 @@ pub async fn queue(max_attempts: u32) -> Queue {
 pub fn help(target: u64) -> Job {
     Job {
         task: Task::Command {
-            command: JobCommand::Help,
+            command: Command::Help,
             comment_id: 1,
         },
         ..job(target)
@@ -114,7 +114,15 @@ impl Queue {
         let runs = detail
             .runs
             .iter()
-            .map(|r| r.outcome.clone().unwrap_or_else(|| "running".into()))
+            .map(|r| {
+                r.outcome.map_or("running".to_owned(), |o| {
+                    serde_json::to_value(o)
+                        .unwrap()
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+            })
             .collect();
         (
             detail.job.state,
@@ -206,16 +214,19 @@ impl JobHandler for Scripted {
             .push((job.id, error.to_owned()));
     }
 
-    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<serde_json::Value, JobError> {
+    async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<JobResult, JobError> {
         self.ran.lock().unwrap().push((job.id, job.attempt));
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_concurrent.fetch_max(now, Ordering::SeqCst);
         let step = (self.script)(job);
         let result = match step {
-            Step::Succeed => Ok(serde_json::json!({"ok": true})),
+            Step::Succeed => Ok(JobResult::new(JobOutcome::Succeeded)),
             Step::Sleep(d) => {
                 tokio::select! {
-                    _ = tokio::time::sleep(d) => Ok(serde_json::json!({"slept_ms": d.as_millis() as u64})),
+                    _ = tokio::time::sleep(d) => Ok(JobResult {
+                        seconds: Some(d.as_secs()),
+                        ..JobResult::new(JobOutcome::Succeeded)
+                    }),
                     _ = cx.cancel.cancelled() => Err(JobError::Cancelled("asked to stop".into())),
                 }
             }
@@ -234,7 +245,7 @@ impl JobHandler for Scripted {
 pub fn stop(target: u64) -> Job {
     Job {
         task: Task::Command {
-            command: JobCommand::Stop,
+            command: Command::Stop,
             comment_id: 9,
         },
         ..job(target)

@@ -4,18 +4,22 @@
 //! fresh clone is for the benchmark to measure) on its own branch, with
 //! its git directory kept outside the tree the sandbox sees.
 //! Jobs on the same repository take turns on its mirror through a file
-//! lock, so concurrent fetches cannot corrupt it.
+//! lock, so concurrent fetches cannot corrupt it. The fetch is retried
+//! within the attempt when a passing fault ends it (see [`super::retry`]).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use super::retry::{self, GitCall};
 use super::transport::{self, Credentials, TransportError};
+use crate::api::RetryPolicy;
 
 /// Where the mirrors live: `<root>/<forge>/<owner>/<name>.git`.
 #[derive(Debug, Clone)]
 pub struct MirrorCache {
     root: PathBuf,
+    retry: RetryPolicy,
 }
 
 /// A repository's mirror, held exclusively while this lives.
@@ -27,7 +31,17 @@ pub struct Mirror {
 
 impl MirrorCache {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        MirrorCache { root: root.into() }
+        MirrorCache {
+            root: root.into(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The same cache, its fetches retried by `policy` instead of the
+    /// default one.
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
     }
 
     /// The up-to-date mirror of `url`: cloned the first time, fetched
@@ -58,13 +72,19 @@ impl MirrorCache {
         )))?;
         let repo = if path.join("HEAD").exists() {
             let repo = git2::Repository::open_bare(&path)?;
-            transport::fetch(&repo, url, &MIRROR_REFSPECS, credentials)?;
+            // Held under the lock: a lock file of git's own here is what a
+            // process killed in the middle of a fetch left behind.
+            remove_stale_lock_files(&path).map_err(io_error)?;
             repo
         } else {
-            // A clone interrupted earlier leaves a half mirror: start over.
+            // A mirror whose making was interrupted before its `HEAD` was
+            // written: start over. (Interrupted later, it is fetched into.)
             let _ = std::fs::remove_dir_all(&path);
-            transport::clone_bare(&path, url, credentials)?
+            git2::Repository::init_bare(&path)?
         };
+        retry::retried(&self.retry, GitCall::Fetch, url, || {
+            transport::fetch(&repo, url, &MIRROR_REFSPECS, credentials)
+        })?;
         Ok(Mirror {
             path,
             repo,
@@ -249,6 +269,35 @@ fn lock(path: &Path) -> Result<File, TransportError> {
         return Err(io_error(std::io::Error::last_os_error()));
     }
     Ok(file)
+}
+
+/// Removes the `*.lock` files git leaves in `refs/`, the git directory
+/// itself (`packed-refs.lock`, `HEAD.lock`, `FETCH_HEAD.lock`,
+/// `config.lock`) when it dies in the middle of an update;
+/// the next fetch would otherwise fail on them for ever ("failed to lock
+/// file"). Only with the mirror's lock held: no one else is writing.
+fn remove_stale_lock_files(mirror: &Path) -> std::io::Result<()> {
+    fn walk(dir: &Path, depth: u32) -> std::io::Result<()> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() && depth > 0 {
+                walk(&entry.path(), depth - 1)?;
+            } else if kind.is_file() && entry.file_name().to_string_lossy().ends_with(".lock") {
+                tracing::warn!(file = %entry.path().display(), "removing a lock file a killed fetch left in the mirror");
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+        Ok(())
+    }
+    walk(mirror, 0)?;
+    // Branch names nest (`forgehand/12-x`): refs go as deep as they may.
+    walk(&mirror.join("refs"), 64)
 }
 
 fn io_error(error: std::io::Error) -> TransportError {

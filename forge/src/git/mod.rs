@@ -6,6 +6,7 @@ pub mod gate;
 pub mod integrity;
 pub mod mirror;
 pub mod publish;
+pub mod retry;
 pub mod secrets;
 pub mod transport;
 
@@ -16,6 +17,9 @@ pub use integrity::{
     DEFAULT_MAX_FILE_BYTES,
 };
 pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
-pub use publish::{commit_all, push_branch, BotIdentity, CommitRequest, PushError, PushRequest};
+pub use publish::{
+    commit_all, push_branch, push_branch_with, BotIdentity, CommitRequest, PushError, PushRequest,
+};
+pub use retry::GitCall;
 pub use secrets::{Finding, Place, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};

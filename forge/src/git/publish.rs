@@ -1,11 +1,15 @@
 //! Committing the agent's work as the bot, and pushing it: only to a
 //! branch the bot owns, never the default branch, and only if the branch
-//! on the server is still where the bot left it (force-with-lease).
+//! on the server is still where the bot left it (force-with-lease). The
+//! push is retried within the attempt when a passing fault ends it, and
+//! is safe to repeat (see [`push_branch_with`]).
 //! libgit2 runs no hooks, so nothing in the working copy runs here.
 
 use git2::{IndexAddOption, Oid, Repository, Signature};
 
+use super::retry::{self, GitCall};
 use super::transport::{self, Credentials, TransportError};
+use crate::api::RetryPolicy;
 
 pub struct BotIdentity {
     pub name: String,
@@ -64,8 +68,25 @@ pub enum PushError {
     NotOurs { branch: String, prefix: String },
     #[error("{branch} moved on the server since the bot last pushed it: not overwriting someone else's work")]
     Stale { branch: String },
+    #[error("{branch} has no commit to push: {error}")]
+    NoCommit { branch: String, error: git2::Error },
     #[error(transparent)]
     Transport(#[from] TransportError),
+}
+
+impl PushError {
+    /// Whether a later attempt of the job could push: the network or the
+    /// server failing through every retry, or the branch moving (the next
+    /// attempt starts from where it is).
+    pub fn worth_another_attempt(&self) -> bool {
+        match self {
+            PushError::Stale { .. } => true,
+            PushError::Transport(error) => error.is_transient(),
+            PushError::DefaultBranch { .. }
+            | PushError::NotOurs { .. }
+            | PushError::NoCommit { .. } => false,
+        }
+    }
 }
 
 pub struct PushRequest<'a> {
@@ -79,11 +100,25 @@ pub struct PushRequest<'a> {
 }
 
 /// Pushes the local `branch` over the server's, if the server's is where
-/// `expected` says (or absent when `expected` is `None`).
+/// `expected` says (or absent when `expected` is `None`); retried within
+/// the call by the default [`RetryPolicy`].
 pub fn push_branch(
     repo: &Repository,
     request: &PushRequest<'_>,
     credentials: &Credentials,
+) -> Result<(), PushError> {
+    push_branch_with(repo, request, credentials, &RetryPolicy::default())
+}
+
+/// [`push_branch`], retried by `policy`. Each try reads where the
+/// server's branch is first (the lease), so a repeat is safe: a push
+/// whose answer was lost but which landed shows as the branch already at
+/// the local commit, and that is success, not someone else's work.
+pub fn push_branch_with(
+    repo: &Repository,
+    request: &PushRequest<'_>,
+    credentials: &Credentials,
+    policy: &RetryPolicy,
 ) -> Result<(), PushError> {
     let branch = request.branch;
     if branch == request.default_branch {
@@ -98,20 +133,48 @@ pub fn push_branch(
         });
     }
     let full = format!("refs/heads/{branch}");
-    let on_server = transport::remote_heads(request.url, credentials)?
-        .into_iter()
-        .find(|(name, _)| *name == full)
-        .map(|(_, oid)| oid);
-    if on_server != request.expected {
-        return Err(PushError::Stale {
+    let ours = repo
+        .refname_to_id(&full)
+        .map_err(|error| PushError::NoCommit {
             branch: branch.into(),
-        });
+            error,
+        })?;
+    let remote = retry::remote_name(request.url);
+    let pushed = retry::retried(policy, GitCall::Push, request.url, || {
+        let on_server = transport::remote_heads(request.url, credentials)
+            .map_err(|e| e.during(GitCall::ListRemote, &remote))?
+            .into_iter()
+            .find(|(name, _)| *name == full)
+            .map(|(_, oid)| oid);
+        if on_server == Some(ours) {
+            // Already there: an earlier try landed (or nothing changed).
+            return Ok(Pushed::Already);
+        }
+        if on_server != request.expected {
+            return Ok(Pushed::Stale);
+        }
+        transport::push(
+            repo,
+            request.url,
+            &[&format!("+{full}:{full}")],
+            credentials,
+        )?;
+        Ok(Pushed::Now)
+    })?;
+    match pushed {
+        Pushed::Now | Pushed::Already => Ok(()),
+        Pushed::Stale => Err(PushError::Stale {
+            branch: branch.into(),
+        }),
     }
-    transport::push(
-        repo,
-        request.url,
-        &[&format!("+{full}:{full}")],
-        credentials,
-    )?;
-    Ok(())
+}
+
+/// How a try of the push ended, short of an error to retry.
+enum Pushed {
+    Now,
+    /// The server's branch was at the local commit already.
+    Already,
+    /// The server's branch is neither where the bot left it nor at the
+    /// local commit: someone else's work.
+    Stale,
 }

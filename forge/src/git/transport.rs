@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use base64::Engine;
 use git2::{
@@ -40,8 +41,21 @@ pub enum TransportError {
     HostKeyMismatch { host: String },
     #[error("no pinned SSH host key is configured: refusing to trust {host} blindly")]
     NoPinnedHostKey { host: String },
+    /// The server took the push but refused to update these refs (a
+    /// protected branch, a hook that said no).
+    #[error("the server refused {0}")]
+    Rejected(String),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// A network call that failed, named with its remote (never its
+    /// credentials) and how often it was tried (see [`super::retry`]).
+    #[error("{call} {remote}: {}{}", super::retry::cause(cause), super::retry::tries_note(*tries))]
+    Call {
+        call: super::retry::GitCall,
+        remote: String,
+        tries: u32,
+        cause: Box<TransportError>,
+    },
 }
 
 impl std::fmt::Debug for Credentials {
@@ -200,8 +214,45 @@ pub fn isolate_from_host_config() {
     });
 }
 
+/// How long to wait for a git server to accept a connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a git server may stay silent in the middle of a call (git's
+/// servers send a keep-alive every few seconds while they work): longer,
+/// and the call fails as a passing fault, to be tried again, instead of
+/// holding a worker for ever.
+pub const IO_TIMEOUT: Duration = Duration::from_secs(120);
+
+static TIMEOUTS: std::sync::Once = std::sync::Once::new();
+
+/// libgit2 waits for ever by default; every network call here sets
+/// [`CONNECT_TIMEOUT`] and [`IO_TIMEOUT`] first (once per process).
+fn network_timeouts() {
+    TIMEOUTS.call_once(|| set_timeouts(CONNECT_TIMEOUT, IO_TIMEOUT));
+}
+
+/// Other timeouts than [`CONNECT_TIMEOUT`] and [`IO_TIMEOUT`], for the
+/// whole process (a test of a server that stalls).
+pub fn set_network_timeouts(connect: Duration, io: Duration) {
+    network_timeouts();
+    set_timeouts(connect, io);
+}
+
+fn set_timeouts(connect: Duration, io: Duration) {
+    let ms = |d: Duration| libc::c_int::try_from(d.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: libgit2's global options, set before the calls that read them
+    // (each network call starts here) and only ever to valid values.
+    let set = unsafe {
+        git2::opts::set_server_connect_timeout_in_milliseconds(ms(connect))
+            .and_then(|()| git2::opts::set_server_timeout_in_milliseconds(ms(io)))
+    };
+    if let Err(error) = set {
+        tracing::warn!(%error, "could not set libgit2's network timeouts");
+    }
+}
+
 /// Fetches `refspecs` from `url` into `repo` (an anonymous remote: nothing
-/// about it is written to the repository's config).
+/// about it is written to the repository's config). One try: the calls
+/// the pipeline makes are retried (see [`super::retry`]).
 pub fn fetch(
     repo: &git2::Repository,
     url: &str,
@@ -209,6 +260,7 @@ pub fn fetch(
     credentials: &Credentials,
 ) -> Result<(), TransportError> {
     isolate_from_host_config();
+    network_timeouts();
     let refusal = Refusal::default();
     let mut options = FetchOptions::new();
     options.remote_callbacks(callbacks(credentials, &refusal));
@@ -218,7 +270,8 @@ pub fn fetch(
         .map_err(|e| explain(e, &refusal, url))
 }
 
-/// Pushes `refspecs` to `url`. A ref the server refuses is an error.
+/// Pushes `refspecs` to `url`. A ref the server refuses is an error. One
+/// try: [`super::publish::push_branch`] is the retried push.
 pub fn push(
     repo: &git2::Repository,
     url: &str,
@@ -226,6 +279,7 @@ pub fn push(
     credentials: &Credentials,
 ) -> Result<(), TransportError> {
     isolate_from_host_config();
+    network_timeouts();
     let refusal = Refusal::default();
     let rejected: std::cell::RefCell<Vec<String>> = Default::default();
     let mut callbacks = callbacks(credentials, &refusal);
@@ -247,19 +301,18 @@ pub fn push(
     if rejected.is_empty() {
         Ok(())
     } else {
-        Err(TransportError::Git(git2::Error::from_str(&format!(
-            "the server refused {}",
-            rejected.join(", ")
-        ))))
+        Err(TransportError::Rejected(rejected.join(", ")))
     }
 }
 
-/// The branches the server has now (an `ls-remote`), name → commit.
+/// The branches the server has now (an `ls-remote`), name → commit. One
+/// try.
 pub fn remote_heads(
     url: &str,
     credentials: &Credentials,
 ) -> Result<Vec<(String, git2::Oid)>, TransportError> {
     isolate_from_host_config();
+    network_timeouts();
     let refusal = Refusal::default();
     let mut remote = git2::Remote::create_detached(url)?;
     let connection = remote

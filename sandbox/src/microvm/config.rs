@@ -50,6 +50,14 @@ pub(super) fn builder(name: &str, spec: &SandboxSpec) -> Result<SandboxBuilder, 
                 spec.limits.memory_mib
             ))
         })?;
+    if spec.home.is_some() || spec.handover != crate::Handover::Chown {
+        // Not built yet: a second volume for the home, and layers the
+        // guest user owns. Said plainly rather than run without them.
+        return Err(SandboxError::Unavailable {
+            backend: "microvm",
+            reason: "environments (a sandbox's own home, layered working copies) need the namespace backend for now".into(),
+        });
+    }
     let rootfs = absolute(&spec.rootfs)?;
     let workspace = absolute(&spec.workspace)?;
     let mut builder = Vm::builder(name)

@@ -10,6 +10,7 @@ use microsandbox::{ExecControl, ExecEvent, Sandbox as Vm};
 use tokio::sync::mpsc;
 
 use super::config::{command_line, exec_options};
+use crate::output::Keeper;
 use crate::{
     Captured, ExecOutput, ExecRequest, ExitStatus, Limits, OutputChunk, SandboxError, Stream,
 };
@@ -18,42 +19,36 @@ use crate::{
 /// gone anyway.
 const KILL_GRACE: Duration = Duration::from_secs(5);
 
-/// One stream's output: the first `cap` bytes exactly, and a count of the
-/// rest (the semantics of `output::pump`, which reads an
+/// One stream's output: its head and tail within the cap, and a count of
+/// the rest (the semantics of `output::pump`, which reads an
 /// `AsyncRead`; here the bytes arrive as exec events).
 pub(super) struct Capture {
     stream: Stream,
-    cap: usize,
-    captured: Captured,
+    keeper: Keeper,
 }
 
 impl Capture {
     pub(super) fn new(stream: Stream, cap: usize) -> Self {
         Capture {
             stream,
-            cap,
-            captured: Captured::default(),
+            keeper: Keeper::new(cap),
         }
     }
 
-    /// Keeps what fits under the cap and returns it as a chunk to stream;
-    /// counts the rest.
+    /// Keeps what the cap allows and returns the piece as a chunk to stream.
     pub(super) fn push(&mut self, bytes: &[u8]) -> Option<OutputChunk> {
-        let room = self.cap.saturating_sub(self.captured.bytes.len());
-        let kept = bytes.len().min(room);
-        self.captured.dropped += (bytes.len() - kept) as u64;
-        if kept == 0 {
+        if bytes.is_empty() {
             return None;
         }
-        self.captured.bytes.extend_from_slice(&bytes[..kept]);
+        self.keeper.push(bytes);
         Some(OutputChunk {
             stream: self.stream,
-            bytes: bytes[..kept].to_vec(),
+            bytes: bytes.to_vec(),
         })
     }
 
     pub(super) fn finish(self) -> Captured {
-        self.captured
+        self.keeper.finish()
     }
 }
 
@@ -193,7 +188,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keeps_exact_bytes_up_to_the_cap_and_counts_the_rest() {
+    fn keeps_the_head_and_the_tail_and_streams_every_piece() {
         let data: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
         let mut capture = Capture::new(Stream::Stdout, 100_000);
         let mut streamed = Vec::new();
@@ -204,8 +199,9 @@ mod tests {
             }
         }
         let got = capture.finish();
-        assert_eq!(got.bytes, data[..100_000]);
-        assert_eq!(streamed, data[..100_000], "only what is kept is streamed");
+        assert_eq!(got.bytes, data[..50_000]);
+        assert_eq!(got.tail, data[250_000..]);
+        assert_eq!(streamed, data, "every piece is streamed");
         assert_eq!(got.dropped, 200_000);
 
         let mut small = Capture::new(Stream::Stderr, 100);

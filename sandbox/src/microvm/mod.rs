@@ -143,6 +143,8 @@ impl MicrovmBackend {
         let spec = SandboxSpec {
             rootfs: rootfs.to_owned(),
             workspace: workspace.clone(),
+            home: None,
+            handover: Default::default(),
             env: crate::spec::base_env(),
             limits: Limits {
                 memory_mib: 256,

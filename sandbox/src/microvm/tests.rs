@@ -38,6 +38,8 @@ fn fixture(limits: Limits) -> Fixture {
         spec: SandboxSpec {
             rootfs,
             workspace,
+            home: None,
+            handover: Default::default(),
             env,
             limits,
         },

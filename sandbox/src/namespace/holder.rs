@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use super::identity::HostIdentity;
 use super::seccomp;
+use crate::spec::GUEST_HOME;
 use crate::{SandboxError, SandboxSpec, GUEST_GID, GUEST_UID, WORKSPACE};
 
 pub(crate) struct Holder {
@@ -39,6 +40,7 @@ const SECCOMP_FDS: [i32; 2] = [4, 5];
 const STAGE: &str = "/tmp";
 const STAGED_ROOTFS: &str = "/tmp/rootfs";
 const STAGED_WORKSPACE: &str = "/tmp/workspace";
+const STAGED_HOME: &str = "/tmp/home";
 
 /// Kernel interfaces under `/proc` that container runtimes hide: files
 /// (covered by an unreadable node), directories (covered by an empty,
@@ -98,6 +100,9 @@ pub(crate) fn bwrap_args(spec: &SandboxSpec) -> Vec<std::ffi::OsString> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    if spec.home.is_some() {
+        args.extend(["--bind".into(), STAGED_HOME.into(), GUEST_HOME.into()]);
+    }
     for name in READ_ONLY.iter().filter(|n| exists(n)) {
         let path = format!("/proc/{name}");
         args.extend(["--ro-bind".into(), path.clone(), path]);
@@ -180,6 +185,8 @@ pub(crate) struct Start {
     pub identity: HostIdentity,
     /// The working copy, opened by Forgehand.
     pub workspace: File,
+    /// The home, when the sandbox has one of its own.
+    pub home: Option<File>,
     /// `RLIMIT_NOFILE` for bubblewrap and the sandbox's first process.
     pub open_files: libc::rlimit,
 }
@@ -202,9 +209,9 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
         (seccomp[0].as_raw_fd(), SECCOMP_FDS[0]),
         (seccomp[1].as_raw_fd(), SECCOMP_FDS[1]),
     ];
-    let stage = Stage::new(&rootfs, &start.workspace).map_err(SandboxError::io(
-        "copying the rootfs and working-copy mounts",
-    ))?;
+    let stage = Stage::new(&rootfs, &start.workspace, start.home.as_ref()).map_err(
+        SandboxError::io("copying the rootfs and working-copy mounts"),
+    )?;
     let HostIdentity { uid, gid } = start.identity;
     let open_files = start.open_files;
     let mut command = Command::new(&start.bwrap);
@@ -278,13 +285,15 @@ fn start_blocking(start: &Start) -> Result<Holder, SandboxError> {
 struct Stage {
     rootfs: OwnedFd,
     workspace: OwnedFd,
+    home: Option<OwnedFd>,
 }
 
 impl Stage {
-    fn new(rootfs: &File, workspace: &File) -> std::io::Result<Stage> {
+    fn new(rootfs: &File, workspace: &File, home: Option<&File>) -> std::io::Result<Stage> {
         Ok(Stage {
             rootfs: detached_copy(rootfs)?,
             workspace: detached_copy(workspace)?,
+            home: home.map(detached_copy).transpose()?,
         })
     }
 
@@ -324,10 +333,13 @@ impl Stage {
                 )
                 .into(),
             )?;
-            for (tree, target) in [
-                (&self.rootfs, c"/tmp/rootfs"),
-                (&self.workspace, c"/tmp/workspace"),
-            ] {
+            let trees = [
+                (Some(&self.rootfs), c"/tmp/rootfs"),
+                (Some(&self.workspace), c"/tmp/workspace"),
+                (self.home.as_ref(), c"/tmp/home"),
+            ];
+            for (tree, target) in trees {
+                let Some(tree) = tree else { continue };
                 check(libc::mkdir(target.as_ptr(), 0o755).into())?;
                 check(libc::syscall(
                     libc::SYS_move_mount,
@@ -611,31 +623,40 @@ fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
 mod tests {
     use super::*;
 
+    fn args_of(spec: &SandboxSpec) -> Vec<String> {
+        bwrap_args(spec)
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
     #[test]
     fn everything_is_unshared_and_only_the_two_given_directories_are_mounted() {
-        let spec = SandboxSpec {
+        let mut spec = SandboxSpec {
             rootfs: "/images/root".into(),
             workspace: "/jobs/42".into(),
+            home: None,
+            handover: Default::default(),
             env: Default::default(),
             limits: Default::default(),
         };
-        let args: Vec<String> = bwrap_args(&spec)
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
+        assert!(!args_of(&spec).join(" ").contains("/home/agent"));
+        spec.home = Some("/envs/k/home".into());
+        let args = args_of(&spec);
         let joined = args.join(" ");
         assert!(joined.starts_with(
             "--unshare-all --unshare-user --disable-userns --die-with-parent --new-session --cap-drop ALL --uid 1000 --gid 1000"
         ));
-        // Both from the staging mounts: the sandbox user needs no path
-        // to either.
+        // All from the staging mounts: the sandbox user needs no path
+        // to any.
         assert!(joined
             .contains("--ro-bind /tmp/rootfs / --bind /tmp/workspace /workspace --proc /proc"));
+        assert!(joined.contains("--bind /tmp/home /home/agent"), "{joined}");
         assert!(!joined.contains("--share-net"));
         assert!(
-            !args
-                .iter()
-                .any(|a| a.starts_with("/images") || a.starts_with("/jobs")),
+            !args.iter().any(|a| a.starts_with("/images")
+                || a.starts_with("/jobs")
+                || a.starts_with("/envs")),
             "{args:?}"
         );
         // What else is mounted comes from /dev and /proc only: masks.
@@ -645,7 +666,8 @@ mod tests {
                 assert!(
                     source == "/dev/null"
                         || source.starts_with("/proc/")
-                        || [STAGED_ROOTFS, STAGED_WORKSPACE].contains(&source.as_str()),
+                        || [STAGED_ROOTFS, STAGED_WORKSPACE, STAGED_HOME]
+                            .contains(&source.as_str()),
                     "{a} {source}"
                 );
             }

@@ -116,6 +116,24 @@ pub(crate) fn hand_over(dir: &Path, to: HostIdentity) -> io::Result<Owner> {
     Ok(owner)
 }
 
+/// Forgehand's own user: whom a prepared layer goes back to.
+pub(crate) fn ours() -> Owner {
+    // SAFETY: geteuid and getegid cannot fail.
+    unsafe {
+        Owner {
+            uid: libc::geteuid(),
+            gid: libc::getegid(),
+        }
+    }
+}
+
+/// Gives the tree at `dir` to `to` (no symlink followed, no other file
+/// system entered), for a caller preparing layers the sandbox user will
+/// write through.
+pub(crate) fn give(dir: &Path, to: HostIdentity) -> io::Result<()> {
+    chown_tree(dir, to.uid, to.gid)
+}
+
 /// Gives the tree back to its owner. Runs once every process of the
 /// sandbox is dead. `chown` also clears any setuid and setgid bit.
 pub(crate) fn take_back(dir: &Path, owner: Owner) -> io::Result<()> {

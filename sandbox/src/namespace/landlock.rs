@@ -1,6 +1,6 @@
 //! Landlock's file-system rules for every exec, a layer beneath the
 //! mounts: even a path the mounts got wrong is only readable, and only
-//! `/workspace`, `/tmp` and `/dev` are writable. Landlock also keeps a
+//! `/workspace`, `/tmp`, `/dev` and the sandbox's own home are writable. Landlock also keeps a
 //! command from tracing a process outside its domain (the sandbox's first
 //! process, or another exec's), so no process escapes the filter and the
 //! rules by being taken over.
@@ -29,6 +29,8 @@ const ABI_WANTED: ABI = ABI::V10;
 pub(crate) struct Places<'a> {
     pub rootfs: &'a Path,
     pub workspace: &'a File,
+    /// The sandbox's own home, when it has one.
+    pub home: Option<&'a File>,
     /// The sandbox's `/tmp`, `/dev` and `/proc`, through
     /// `/proc/<pid>/root` of its first process.
     pub inner_root: &'a Path,
@@ -51,13 +53,16 @@ fn build(places: &Places<'_>) -> Result<Option<OwnedFd>, BuildError> {
             .open(path)
             .map_err(|e| BuildError::Open(path.display().to_string(), e))
     };
-    let rules = [
+    let mut rules = vec![
         (open(places.rootfs)?, read_exec),
         (places.workspace.try_clone().map_err(BuildError::Dup)?, all),
         (open(&places.inner_root.join("tmp"))?, all),
         (open(&places.inner_root.join("dev"))?, devices),
         (open(&places.inner_root.join("proc"))?, read),
     ];
+    if let Some(home) = places.home {
+        rules.push((home.try_clone().map_err(BuildError::Dup)?, all));
+    }
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)?

@@ -20,6 +20,7 @@ pub use holder::{MASKED_DIRS, MASKED_FILES, MAX_ACCEPT_BACKLOG, MAX_PTYS, READ_O
 pub use host_tables::host_warnings;
 pub use identity::{HostIdentity, DEFAULT_HOST_USER};
 
+use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
@@ -34,7 +35,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 
 use crate::output::pump;
-use crate::spec::base_env;
+use crate::spec::{base_env, Handover, GUEST_HOME};
 use crate::{
     Backend, ExecOutput, ExecRequest, ExecStream, ExitStatus, Isolation, OutputChunk, Readiness,
     Sandbox, SandboxError, SandboxSpec, Stream, OUTPUT_GRACE, WORKSPACE,
@@ -101,37 +102,33 @@ impl Backend for NamespaceBackend {
             .unwrap_or_else(|e| Readiness::Unusable(format!("the check failed: {e}")))
     }
 
-    async fn create(&self, spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
+    async fn create(&self, mut spec: SandboxSpec) -> Result<Box<dyn Sandbox>, SandboxError> {
         check_dirs(&spec)?;
+        if spec.home.is_some() {
+            spec.env.insert("HOME".into(), GUEST_HOME.into());
+        }
         let identity = self.identity()?;
         let hierarchy = Self::hierarchy()?;
         let id = crate::owner::sandbox_name();
         let limits = spec.limits.clone();
-        let (group, workspace, owner) = {
-            let (hierarchy, id, path) = (hierarchy.clone(), id.clone(), spec.workspace.clone());
+        let (group, workspace, home, give_back) = {
+            let (hierarchy, id, spec) = (hierarchy.clone(), id.clone(), spec.clone());
             tokio::task::spawn_blocking(move || {
                 let group = hierarchy.create(&id, &limits)?;
-                let handed = holder::open_dir(&path)
-                    .and_then(|dir| Ok((dir, identity::hand_over(&path, identity)?)));
-                match handed {
-                    Ok((dir, owner)) => Ok((group, dir, owner)),
-                    Err(problem) => {
+                match hand_over(&spec, identity) {
+                    Ok((workspace, home, give_back)) => Ok((group, workspace, home, give_back)),
+                    Err(error) => {
                         group.remove();
-                        Err(SandboxError::Workspace {
-                            path,
-                            problem: format!("cannot hand it to the sandbox user: {problem}"),
-                        })
+                        Err(error)
                     }
                 }
             })
             .await
             .map_err(|e| SandboxError::Internal(e.to_string()))??
         };
-        let give_back = |group: SandboxCgroup| {
+        let give_back_all = |group: SandboxCgroup| {
             group.remove();
-            if let Err(error) = identity::take_back(&spec.workspace, owner) {
-                tracing::warn!(%error, "giving the working copy back failed");
-            }
+            take_back(&give_back);
         };
         let nofile = open_files::rlimit(spec.limits.max_pids);
         let started = holder::start(holder::Start {
@@ -142,19 +139,25 @@ impl Backend for NamespaceBackend {
             workspace: workspace
                 .try_clone()
                 .map_err(SandboxError::io("the working copy"))?,
+            home: home
+                .as_ref()
+                .map(File::try_clone)
+                .transpose()
+                .map_err(SandboxError::io("the home"))?,
             open_files: nofile,
         })
         .await;
         let holder = match started {
             Ok(holder) => holder,
             Err(error) => {
-                give_back(group);
+                give_back_all(group);
                 return Err(error);
             }
         };
         let places = landlock::Places {
             rootfs: &spec.rootfs,
             workspace: &workspace,
+            home: home.as_ref(),
             inner_root: &PathBuf::from(format!("/proc/{}/root", holder.inner_pid)),
         };
         let ruleset = match landlock::ruleset(&places) {
@@ -163,7 +166,7 @@ impl Backend for NamespaceBackend {
                 let mut child = holder.child;
                 let _ = child.kill();
                 let _ = child.wait();
-                give_back(group);
+                give_back_all(group);
                 return Err(SandboxError::Start(problem));
             }
         };
@@ -177,13 +180,26 @@ impl Backend for NamespaceBackend {
                 enter_cgroup_ns,
                 holder: Mutex::new(Some(holder.child)),
                 group: Arc::new(group),
-                owner,
+                give_back,
                 landlock: ruleset,
                 open_files: nofile,
                 execs: AtomicU64::new(0),
                 destroyed: AtomicBool::new(false),
             }),
         }))
+    }
+
+    async fn prepare_for_sandbox(&self, dir: &Path) -> Result<(), SandboxError> {
+        let identity = self.identity()?;
+        let dir = dir.to_owned();
+        tokio::task::spawn_blocking(move || {
+            identity::give(&dir, identity).map_err(|e| SandboxError::Workspace {
+                path: dir.clone(),
+                problem: format!("cannot give it to the sandbox user: {e}"),
+            })
+        })
+        .await
+        .map_err(|e| SandboxError::Internal(e.to_string()))?
     }
 
     async fn remove_leftovers(&self) -> Result<usize, SandboxError> {
@@ -215,8 +231,10 @@ struct Inner {
     enter_cgroup_ns: bool,
     holder: Mutex<Option<std::process::Child>>,
     group: Arc<SandboxCgroup>,
-    /// Whose the working copy was before the sandbox had it.
-    owner: identity::Owner,
+    /// What goes back to whom once the sandbox is gone: the working copy
+    /// (and home) to their owners, or the prepared writable layers to
+    /// Forgehand's user.
+    give_back: Vec<(PathBuf, identity::Owner)>,
     /// Enforced on every exec; `None` on a kernel without Landlock.
     landlock: Option<OwnedFd>,
     /// Each process's `RLIMIT_NOFILE` (see the open_files module).
@@ -378,7 +396,7 @@ impl Inner {
                 })
                 .await
                 .map_err(internal)?;
-                stderr.bytes.extend_from_slice(
+                stderr.append_note(
                     b"\n[forgehand: the process limit was reached; the processes this command left running were killed]\n",
                 );
             }
@@ -404,10 +422,8 @@ impl Inner {
             let _ = child.wait();
         }
         self.group.remove();
-        // Every process is gone: the tree is the host's again.
-        if let Err(error) = identity::take_back(&self.spec.workspace, self.owner) {
-            tracing::warn!(sandbox = %self.id, %error, "giving the working copy back failed");
-        }
+        // Every process is gone: the trees are the host's again.
+        take_back(&self.give_back);
         tracing::debug!(sandbox = %self.id, "sandbox destroyed");
     }
 }
@@ -439,6 +455,39 @@ impl Sandbox for NamespaceSandbox {
             .await
             .map_err(|e| SandboxError::Internal(e.to_string()))
     }
+
+    async fn listen_inside(&self, port: u16) -> Result<std::net::TcpListener, SandboxError> {
+        if self.inner.destroyed.load(Ordering::SeqCst) {
+            return Err(SandboxError::Destroyed);
+        }
+        let pid = self.inner.inner_pid;
+        tokio::task::spawn_blocking(move || listen_in_netns(pid, port))
+            .await
+            .map_err(|e| SandboxError::Internal(e.to_string()))?
+            .map_err(SandboxError::io("opening a door into the sandbox"))
+    }
+}
+
+/// Binds `127.0.0.1:port` in the network namespace of process `pid`, from
+/// a thread of its own that enters that namespace and then ends: a socket
+/// stays in the namespace it was made in, and no other thread of
+/// Forgehand ever leaves the host's.
+fn listen_in_netns(pid: i32, port: u16) -> std::io::Result<std::net::TcpListener> {
+    let netns = File::open(format!("/proc/{pid}/ns/net"))?;
+    std::thread::Builder::new()
+        .name("forgehand-netns-door".into())
+        .spawn(move || {
+            // SAFETY: setns on a descriptor we hold; it changes this
+            // thread's namespace only, and the thread ends right after.
+            if unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+            listener.set_nonblocking(true)?;
+            Ok(listener)
+        })?
+        .join()
+        .map_err(|_| std::io::Error::other("the door thread panicked"))?
 }
 
 impl Drop for NamespaceSandbox {
@@ -524,13 +573,73 @@ fn check_dirs(spec: &SandboxSpec) -> Result<(), SandboxError> {
     if !spec.rootfs.join("bin/sh").exists() {
         return Err(rootfs_problem("it has no /bin/sh"));
     }
-    if !spec.workspace.is_dir() {
-        return Err(SandboxError::Workspace {
-            path: spec.workspace.clone(),
-            problem: "no such directory".into(),
-        });
+    for dir in std::iter::once(&spec.workspace).chain(spec.home.as_ref()) {
+        if !dir.is_dir() {
+            return Err(SandboxError::Workspace {
+                path: dir.clone(),
+                problem: "no such directory".into(),
+            });
+        }
+    }
+    if spec.home.is_some()
+        && !spec
+            .rootfs
+            .join(GUEST_HOME.trim_start_matches('/'))
+            .is_dir()
+    {
+        return Err(rootfs_problem(
+            "it has no /home/agent directory to mount the sandbox's home on",
+        ));
     }
     Ok(())
+}
+
+/// Makes what the sandbox writes to its user's: with
+/// [`Handover::Chown`], the working copy and the home (every file); with
+/// [`Handover::Prepared`], nothing (the caller did). Returns the
+/// directories opened for the sandbox, and what goes back to whom after.
+fn hand_over(spec: &SandboxSpec, identity: HostIdentity) -> Result<Handed, SandboxError> {
+    let open = |path: &Path| {
+        holder::open_dir(path).map_err(|e| SandboxError::Workspace {
+            path: path.to_owned(),
+            problem: e.to_string(),
+        })
+    };
+    let workspace = open(&spec.workspace)?;
+    let home = spec.home.as_deref().map(open).transpose()?;
+    let mut give_back = Vec::new();
+    match &spec.handover {
+        Handover::Chown => {
+            for dir in std::iter::once(&spec.workspace).chain(spec.home.as_ref()) {
+                match identity::hand_over(dir, identity) {
+                    Ok(owner) => give_back.push((dir.clone(), owner)),
+                    Err(problem) => {
+                        take_back(&give_back);
+                        return Err(SandboxError::Workspace {
+                            path: dir.clone(),
+                            problem: format!("cannot hand it to the sandbox user: {problem}"),
+                        });
+                    }
+                }
+            }
+        }
+        Handover::Prepared { give_back: dirs } => {
+            give_back.extend(dirs.iter().map(|d| (d.clone(), identity::ours())));
+        }
+    }
+    Ok((workspace, home, give_back))
+}
+
+type Handed = (File, Option<File>, Vec<(PathBuf, identity::Owner)>);
+
+/// Gives each tree back; runs once every process of the sandbox is dead.
+/// `chown` also clears any setuid and setgid bit.
+fn take_back(give_back: &[(PathBuf, identity::Owner)]) {
+    for (dir, owner) in give_back {
+        if let Err(error) = identity::take_back(dir, *owner) {
+            tracing::warn!(dir = %dir.display(), %error, "giving a directory back failed");
+        }
+    }
 }
 
 /// Whether a process is in another namespace of this kind than we are.

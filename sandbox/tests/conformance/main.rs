@@ -12,6 +12,7 @@
 //! probes try to reach are on the host's loopback, so a leak would show
 //! up there and send nothing anywhere.
 
+mod layers;
 mod probes;
 mod support;
 mod wall;
@@ -74,6 +75,21 @@ mod namespace {
     }
 
     suite!(backend());
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_home_of_its_own_is_kept() {
+        crate::layers::a_home_of_its_own_is_kept(backend()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_layered_working_copy_writes_only_its_upper_layer() {
+        crate::layers::a_layered_working_copy_writes_only_its_upper_layer(backend()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_door_reaches_the_host_listener_and_nothing_else() {
+        crate::layers::the_door_reaches_the_host_listener_and_nothing_else(backend()).await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn leftovers_of_a_killed_process_are_removed() {

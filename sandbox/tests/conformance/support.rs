@@ -71,6 +71,8 @@ pub fn spec(workspace: &std::path::Path, limits: Limits) -> SandboxSpec {
     SandboxSpec {
         rootfs: rootfs(),
         workspace: workspace.to_owned(),
+        home: None,
+        handover: Default::default(),
         env: forgehand_sandbox::namespace::sandbox_env([(
             "FORGEHAND_SANDBOX_TEST".to_owned(),
             "1".to_owned(),

@@ -85,10 +85,15 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                     format!("'{content}' is not an allowed reaction"),
                 ));
             }
-            s.reactions
-                .push((repo.into(), target, user.into(), content.clone()));
+            // The same reaction by the same user again is the one made
+            // before: 200, not a second one.
+            let status = if s.react(repo, target, user, &content) {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
             Ok((
-                StatusCode::CREATED,
+                status,
                 json!({"user": user_json(Kind::Gitea, user), "content": content}),
             ))
         }

@@ -242,11 +242,16 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 format!("issue:{}", r.num("issue_number"))
             };
             let content = body["content"].as_str().unwrap_or_default().to_owned();
-            s.reactions
-                .push((repo.into(), target, user.into(), content.clone()));
+            // The same reaction by the same user again is the one made
+            // before: 200, not a second one.
+            let status = if s.react(repo, target, user, &content) {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
             let id = s.id();
             Ok((
-                StatusCode::CREATED,
+                status,
                 json!({"id": id, "content": content, "user": user_json(Kind::GitHub, user)}),
             ))
         }
@@ -395,9 +400,20 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .find(|c| c.id == parent)
                 .cloned()
                 .ok_or_else(not_found)?;
+            // GitHub files a reply under a review of the replier's own
+            // (a comment-only one), not under the review it answers.
+            let review_id = s.id();
+            s.reviews.push(super::state::FakeReview {
+                repo: repo.into(),
+                pr: r.num("pull_number"),
+                id: review_id,
+                user: user.into(),
+                state: "COMMENTED".into(),
+                body: String::new(),
+            });
             let id = s.id();
             s.review_comments.push(super::state::FakeReviewComment {
-                review_id: original.review_id,
+                review_id,
                 id,
                 user: user.into(),
                 path: original.path.clone(),

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
 pub use github::APP_BOT;
-pub use state::{CallFault, ForgeState};
+pub use state::{CallFault, ForgeState, Hold};
 pub use webhooks::Delivery;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,12 +88,20 @@ impl FakeForge {
                             &body,
                         );
                     }
-                    if held(&shared, &method, &uri, &body) {
+                    match held(&shared, &method, &uri, &body) {
+                        None => handle(&shared, method, uri, headers, body),
                         // Held at a stage boundary: the client waits until
                         // it gives up or is killed.
-                        return std::future::pending().await;
+                        Some((call, after_serving)) => {
+                            if after_serving {
+                                let _ = handle(&shared, method, uri, headers, body);
+                            }
+                            // Held only once served: a test that kills
+                            // Forgehand now finds the change made.
+                            shared.state.lock().unwrap().held.push(call);
+                            std::future::pending().await
+                        }
                     }
-                    handle(&shared, method, uri, headers, body)
                 }
             },
         );
@@ -129,27 +137,33 @@ impl FakeForge {
 }
 
 /// Whether the request is a call [`ForgeState::holds`] names: then it
-/// is recorded in [`ForgeState::held`], taken off the list (the next one
-/// is answered), and never answered.
-fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> bool {
+/// is taken off the list (the next one is answered), never answered, and
+/// recorded in [`ForgeState::held`] by the caller: `Some((call, true))` when it is to be
+/// served first.
+fn held(shared: &Shared, method: &Method, uri: &Uri, body: &Bytes) -> Option<(String, bool)> {
     let mut state = shared.state.lock().unwrap();
     if state.holds.is_empty() {
-        return false;
+        return None;
     }
     let body: Option<Value> = serde_json::from_slice(body).ok();
-    let Ok(matched) = shared
+    let matched = shared
         .spec
         .check(method.as_str(), uri.path(), uri.query(), body.as_ref())
-    else {
-        return false;
-    };
+        .ok()?;
     let call = format!("{} {}", matched.method, matched.template);
-    let Some(at) = state.holds.iter().position(|h| *h == call) else {
-        return false;
-    };
-    state.holds.remove(at);
-    state.held.push(call);
-    true
+    let text = body
+        .as_ref()
+        .and_then(|b| b.get("body"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let at = state.holds.iter().position(|h| {
+        h.call == call
+            && h.body_contains
+                .as_deref()
+                .is_none_or(|wanted| text.contains(wanted))
+    })?;
+    let hold = state.holds.remove(at);
+    Some((call, hold.after_serving))
 }
 
 fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {

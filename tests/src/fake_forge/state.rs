@@ -41,10 +41,10 @@ pub struct ForgeState {
     /// Faults for one kind of call (`POST /repos/{owner}/{repo}/pulls`),
     /// given in order to the next calls of that kind.
     pub call_faults: Vec<CallFault>,
-    /// Calls (`METHOD template`) never answered, once each: a stage
-    /// boundary a test kills Forgehand at.
-    pub holds: Vec<String>,
-    /// The held calls that came.
+    /// Calls never answered, once each: a stage boundary a test kills
+    /// Forgehand at.
+    pub holds: Vec<Hold>,
+    /// The held calls (`METHOD template`) that came.
     pub held: Vec<String>,
     /// Every n-th API call fails (5xx and rate limits in turn).
     pub fault_every: Option<u64>,
@@ -114,6 +114,43 @@ pub struct CallFault {
     pub after_serving: bool,
 }
 
+/// A call the fake never answers, once: where a test kills Forgehand.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    /// `METHOD template`, as [`ForgeState::calls`] lists calls.
+    pub call: String,
+    /// Only a call whose JSON `body` field contains this (the final edit
+    /// of the status comment, not the edits before it).
+    pub body_contains: Option<String>,
+    /// Serve the call first: the change is made, its answer never comes.
+    pub after_serving: bool,
+}
+
+impl Hold {
+    /// `call` held before it is served.
+    pub fn before(call: &str) -> Self {
+        Hold {
+            call: call.into(),
+            body_contains: None,
+            after_serving: false,
+        }
+    }
+
+    /// `call` served, its answer held.
+    pub fn after_serving(call: &str) -> Self {
+        Hold {
+            after_serving: true,
+            ..Hold::before(call)
+        }
+    }
+
+    /// Only a call whose `body` contains `text`.
+    pub fn with_body(mut self, text: &str) -> Self {
+        self.body_contains = Some(text.into());
+        self
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FakeIssue {
     pub repo: String,
@@ -174,6 +211,18 @@ impl ForgeState {
     pub fn id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// `user` reacts with `content` on `target` (`issue:N`, `comment:ID`);
+    /// false when that reaction was there already: both forges keep one
+    /// reaction of a kind per user and answer a repeat with it.
+    pub fn react(&mut self, repo: &str, target: String, user: &str, content: &str) -> bool {
+        let reaction = (repo.to_owned(), target, user.to_owned(), content.to_owned());
+        if self.reactions.contains(&reaction) {
+            return false;
+        }
+        self.reactions.push(reaction);
+        true
     }
 
     pub fn next_number(&self, repo: &str) -> u64 {

@@ -3,44 +3,34 @@
 //! review thread; otherwise the pull request, with whoever asked as its
 //! reviewer.
 
-use std::time::Instant;
-
-use forgehand_forge::api::{CommitStatus, ForgeApi, NewPullRequest, RepoRef, StatusState};
+use forgehand_forge::api::{
+    CommitStatus, ForgeApi, NewPullRequest, RepoRef, ReviewComment, StatusState,
+};
 use tracing::warn;
 
-use super::super::status::{self, StatusComment};
-use super::super::work::{Done, Steps, Work};
+use super::super::run::JobRun;
+use super::super::status;
+use super::super::work::{Done, Work};
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
 use super::Stage;
 use crate::agent::tools::ThreadReply;
-use crate::store::ClaimedJob;
 
-/// What answering needs of the job and the stages before it.
-pub(in crate::pipeline) struct Answer<'a> {
-    pub claimed: &'a ClaimedJob,
-    pub api: &'a dyn ForgeApi,
-    pub repo: &'a RepoRef,
-    pub status: &'a StatusComment,
+/// What answering needs of the stages before it.
+pub(in crate::pipeline) struct Answer {
     pub work: Work,
     pub finished: Finished,
     pub published: Published,
-    pub started: Instant,
+    /// The commit was pushed by an earlier attempt of this job, which may
+    /// have answered some review threads before it died.
+    pub resumed: bool,
 }
 
-impl<'a> Answer<'a> {
+impl Answer {
     /// The answer for a commit an earlier attempt of the job pushed.
-    pub(in crate::pipeline) fn resumed(
-        claimed: &'a ClaimedJob,
-        api: &'a dyn ForgeApi,
-        repo: &'a RepoRef,
-        status: &'a StatusComment,
-        work: Work,
-        resumed: Resumed,
-        started: Instant,
-    ) -> Self {
+    pub(in crate::pipeline) fn resumed(work: Work, resumed: Resumed) -> Self {
         let finished = Finished {
             title: resumed.title.clone(),
             summary: resumed.summary.clone(),
@@ -57,14 +47,10 @@ impl<'a> Answer<'a> {
             summary: resumed.summary,
         };
         Answer {
-            claimed,
-            api,
-            repo,
-            status,
             work,
             finished,
             published,
-            started,
+            resumed: true,
         }
     }
 }
@@ -72,19 +58,16 @@ impl<'a> Answer<'a> {
 impl Pipeline {
     pub(in crate::pipeline) async fn answer(
         &self,
-        answer: Answer<'_>,
-        steps: &mut Steps,
+        run: &mut JobRun<'_>,
+        answer: Answer,
     ) -> Result<Done, Failure> {
         let Answer {
-            claimed,
-            api,
-            repo,
-            status,
             work,
             finished,
             published,
-            started,
+            resumed,
         } = answer;
+        let (claimed, api, repo) = (run.claimed, run.api, run.repo);
         // Not worth failing the job over.
         let checked = CommitStatus {
             state: StatusState::Success,
@@ -97,20 +80,28 @@ impl Pipeline {
         }
         if let Some((pr, threads)) = work.follow_up {
             let sha: String = published.commit.chars().take(10).collect();
+            let answered = if resumed {
+                self.answered(api, repo, pr.number, &sha).await?
+            } else {
+                Vec::new()
+            };
             for (n, thread) in threads.iter().enumerate() {
+                if answered.iter().any(|reply| answers(reply, thread)) {
+                    continue;
+                }
                 let reply = thread_reply(&finished.replies, n + 1, &sha);
                 api.reply_to_review_comment(repo, pr.number, thread, &reply)
                     .await
                     .map_err(Failure::forge)?;
             }
-            steps.done(Stage::Replies);
+            run.steps.done(Stage::Replies);
             return Ok(Done::PullRequest {
                 number: pr.number,
                 url: pr.url,
                 updated: true,
             });
         }
-        let _ = status.progress(api, repo, Stage::PullRequest).await;
+        run.progress(Stage::PullRequest).await;
         let body = status::pull_request_body(&status::PullRequestBody {
             summary: &published.summary,
             closes: claimed.job.target,
@@ -120,7 +111,7 @@ impl Pipeline {
             isolation: &self.isolation,
             cost_usd: finished.cost_usd,
             turns: finished.turns,
-            duration: started.elapsed(),
+            duration: run.started.elapsed(),
         });
         let new = NewPullRequest {
             title: &published.title,
@@ -139,7 +130,7 @@ impl Pipeline {
         if let Err(error) = api.request_review(repo, pr.number, &reviewer).await {
             warn!(%error, "requesting a review failed");
         }
-        steps.done(Stage::PullRequest);
+        run.steps.done(Stage::PullRequest);
         Ok(Done::PullRequest {
             number: pr.number,
             url: pr.url,
@@ -148,11 +139,41 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// The bot's answers on pull request `number` about commit `sha`: what
+    /// an earlier attempt that pushed it replied before it died. Every
+    /// answer names the commit ("Done in <sha>") or says "No change".
+    async fn answered(
+        &self,
+        api: &dyn ForgeApi,
+        repo: &RepoRef,
+        number: u64,
+        sha: &str,
+    ) -> Result<Vec<ReviewComment>, Failure> {
+        let bot = self.bot_identity();
+        let comments = api
+            .review_comments(repo, number)
+            .await
+            .map_err(Failure::forge)?;
+        Ok(comments
+            .into_iter()
+            .filter(|c| bot.is_me(&c.author.login))
+            .filter(|c| c.body.contains(sha) || c.body.starts_with("No change"))
+            .collect())
+    }
+}
+
+/// Whether `reply` answers review `thread`: made after it, on its line
+/// (both forges put an answer on the line of the comment it answers).
+fn answers(reply: &ReviewComment, thread: &ReviewComment) -> bool {
+    reply.id > thread.id && reply.path == thread.path && reply.line == thread.line
+}
+
 /// The answer in review thread `n` (numbered from 1, as the task lists
 /// them): "Done in <sha>." with the agent's note when it changed the code
 /// for it, the agent's reason when it did not, and "Done in <sha>." when
 /// the agent said nothing of that thread.
-fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
+pub(in crate::pipeline) fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
     match replies.iter().find(|r| r.thread == n) {
         Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
         Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),

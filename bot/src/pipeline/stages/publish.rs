@@ -7,12 +7,13 @@ use forgehand_forge::git::{
     deliver, Checks, CommitRequest, DeliverError, PushRequest, SecretScanner,
 };
 
+use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::working_copy::WorkingCopy;
+use super::Stage;
 use crate::reason::Reason;
-use crate::store::ClaimedJob;
 
 /// A pushed commit and what the pull request says of it.
 pub(in crate::pipeline) struct Published {
@@ -30,25 +31,23 @@ pub(in crate::pipeline) struct Published {
 impl Pipeline {
     pub(in crate::pipeline) async fn publish(
         &self,
-        claimed: &ClaimedJob,
+        run: &mut JobRun<'_>,
         work: &Work,
         copy: WorkingCopy,
         finished: &Finished,
     ) -> Result<Published, Failure> {
+        run.progress(Stage::Publish).await;
+        let claimed = run.claimed;
         let job = &claimed.job;
-        let mut policy = self
-            .config
-            .git
-            .policy_for(&format!("{}/{}", job.repo.owner, job.repo.name));
+        let mut policy = self.config.git.policy_for(&job.repo.full_name());
         policy.allow_sensitive |= work.allow_sensitive;
-        let scanner = SecretScanner::new(self.job_secrets(&copy));
+        let scanner = SecretScanner::new(run.secrets.iter().cloned());
         let title = scanner.redact(&finished.title).text;
         let summary = scanner.redact(&finished.summary).text;
         let identity = self.config.git.identity();
         let prefix = self.config.git.branch_prefix().to_owned();
-        let requested_by = job.requested_by.clone();
+        let (requested_by, job_id) = (job.requested_by.clone(), claimed.id);
         let co_author_email = self.config.co_author_email(job.forge, &requested_by);
-        let job_id = claimed.id;
         let (branch, base) = (work.branch.clone(), work.base.clone());
         let message = format!("{title}\n\n{summary}");
         let delivered = tokio::task::spawn_blocking(move || {
@@ -104,6 +103,7 @@ impl Pipeline {
         .await
         .map_err(Failure::infra)??;
         let (commit, files, findings, left_out) = delivered;
+        run.steps.done(Stage::Publish);
         Ok(Published {
             commit,
             files,
@@ -123,8 +123,8 @@ fn failure(error: DeliverError) -> Failure {
         }
         DeliverError::Push(push) => Failure {
             reason: Reason::ForgeError,
+            retryable: push.worth_another_attempt(),
             message: push.to_string(),
-            retryable: true,
         },
         other => Failure::infra(other),
     }

@@ -3,12 +3,12 @@
 //! is removed (its file system unmounted) on every way out; and the
 //! integrity snapshot the gate compares the agent's tree with.
 
-use forgehand_forge::api::{ForgeApi, RepoRef};
 use forgehand_forge::git::{self, gate, Credentials, MirrorCache};
-use secrecy::SecretString;
 
+use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
+use super::Stage;
 use crate::jobdir::JobDir;
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
@@ -18,9 +18,6 @@ pub(in crate::pipeline) struct WorkingCopy {
     pub job_dir: JobDir,
     pub url: String,
     pub credentials: Credentials,
-    /// The credential the forge gave this job (an App's installation
-    /// token is in no configuration): kept out of what leaves.
-    pub token: SecretString,
     /// The bot's branch tip an earlier run pushed, which the push must
     /// find unchanged.
     pub expected: Option<git2::Oid>,
@@ -44,11 +41,10 @@ pub(in crate::pipeline) struct Resumed {
 impl Pipeline {
     pub(in crate::pipeline) async fn working_copy(
         &self,
-        claimed: &ClaimedJob,
-        api: &dyn ForgeApi,
-        repo: &RepoRef,
+        run: &mut JobRun<'_>,
         work: &Work,
     ) -> Result<WorkingCopy, Failure> {
+        let (claimed, repo) = (run.claimed, run.repo);
         let job = &claimed.job;
         let url = job.repo.clone_url.clone().ok_or_else(|| {
             Failure::new(
@@ -56,20 +52,16 @@ impl Pipeline {
                 "the webhook named no clone URL for the repository",
             )
         })?;
-        let (username, token) = api.git_credentials(repo).await.map_err(Failure::forge)?;
-        let credentials = Credentials::Token {
-            username,
-            token: token.clone(),
-        };
-        let job_dir = JobDir::create(
-            &self
-                .config
-                .git
-                .work_dir
-                .join(format!("job-{}-{}", claimed.id, claimed.run)),
-            self.config.sandbox.disk_mib,
-        )
-        .map_err(Failure::infra)?;
+        let (username, token) = run
+            .api
+            .git_credentials(repo)
+            .await
+            .map_err(Failure::forge)?;
+        // The credential the forge gave this job (an App's installation
+        // token is in no configuration): kept out of what leaves.
+        run.secrets.push(("forge token".to_owned(), token.clone()));
+        let credentials = Credentials::Token { username, token };
+        let job_dir = self.job_dir(claimed)?;
         // Mirrors hold the repository's code: for Forgehand's user alone.
         crate::private::dir(&self.config.git.mirror_dir).map_err(Failure::infra)?;
         let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
@@ -83,14 +75,13 @@ impl Pipeline {
             work.base.clone(),
         );
         let (job_id, bot_email) = (claimed.id, self.config.git.commit_email.clone());
-        // A follow-up's branch holds earlier jobs' commits; only issue
-        // work is taken up where a crash left it (a follow-up's replies
-        // would be posted twice).
-        let may_resume = work.follow_up.is_none();
         let prepared = tokio::task::spawn_blocking(move || {
+            // Retried within the call; what is left is worth another
+            // attempt only if waiting could fix it (not refused
+            // credentials, say).
             let mirror = mirrors
                 .update(&key, &source, &with)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| (e.to_string(), e.is_transient()))?;
             let pushed_before = mirror
                 .repo
                 .find_reference(&format!("refs/heads/{branch}"))
@@ -98,37 +89,50 @@ impl Pipeline {
             let (copy, expected) = if pushed_before {
                 let (copy, tip) = mirror
                     .follow_up_copy(&tree, &git_dir, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, Some(tip))
             } else {
                 let copy = mirror
                     .working_copy(&tree, &git_dir, &base, &branch)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (e.to_string(), true))?;
                 (copy, None)
             };
-            let before = gate::before(&copy, limits).map_err(|e| e.to_string())?;
-            let resumed = match expected {
-                Some(tip) if may_resume => resumed(&copy, tip, job_id, &bot_email),
-                _ => None,
-            };
-            Ok::<_, String>((expected, before, resumed))
+            let before = gate::before(&copy, limits).map_err(|e| (e.to_string(), true))?;
+            // The tip is this very job's commit (a follow-up's branch also
+            // holds earlier jobs' commits, with their own job numbers).
+            let resumed = expected.and_then(|tip| resumed(&copy, tip, job_id, &bot_email));
+            Ok::<_, (String, bool)>((expected, before, resumed))
         })
         .await
         .map_err(Failure::infra)?;
-        let (expected, before, resumed) = prepared.map_err(|e| Failure {
+        let (expected, before, resumed) = prepared.map_err(|(message, retryable)| Failure {
             reason: Reason::ForgeError,
-            message: e,
-            retryable: true,
+            message,
+            retryable,
         })?;
+        run.steps.done(Stage::WorkingCopy);
         Ok(WorkingCopy {
             job_dir,
             url,
             credentials,
-            token,
             expected,
             before,
             resumed,
         })
+    }
+}
+
+impl Pipeline {
+    /// This attempt's job directory, afresh.
+    fn job_dir(&self, claimed: &ClaimedJob) -> Result<JobDir, Failure> {
+        let git = &self.config.git;
+        JobDir::create(
+            &git.work_dir
+                .join(format!("job-{}-{}", claimed.id, claimed.run)),
+            self.config.sandbox.disk_mib,
+            git.keep_job_dirs,
+        )
+        .map_err(Failure::infra)
     }
 }
 

@@ -1,0 +1,70 @@
+//! The one-line replies a job posts when it does no work: to someone who
+//! may not command the bot, and to commands with nothing to act on. What
+//! people read, kept together (and under snapshot tests in
+//! `pipeline/texts.rs`).
+
+use crate::job::{Command, Job, Task};
+use crate::store::JobState;
+
+/// To someone without write access, once.
+pub fn not_authorized(requester: &str) -> String {
+    format!(
+        "@{requester} thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer."
+    )
+}
+
+/// `/forgehand stop` with nothing running or waiting.
+pub fn nothing_to_stop(job: &Job) -> String {
+    format!(
+        "@{} there is nothing to stop: no job of mine is running or waiting on #{}.",
+        job.requested_by, job.target
+    )
+}
+
+/// `retry` or `allow-sensitive` on a target the bot never worked on.
+pub fn nothing_to_retry_yet(job: &Job) -> String {
+    format!(
+        "@{} there is nothing to retry: I have not worked on #{} before.",
+        job.requested_by, job.target
+    )
+}
+
+/// `retry` or `allow-sensitive` when the last work did not fail: it
+/// succeeded, or it is still running or waiting.
+pub fn nothing_to_retry(job: &Job, last: i64, state: JobState) -> String {
+    let how = match state {
+        JobState::Queued => "is still waiting",
+        JobState::Running => "is still running",
+        JobState::Succeeded => "succeeded",
+        JobState::Failed | JobState::Dead => "failed",
+        JobState::Cancelled => "was cancelled",
+    };
+    format!(
+        "@{} there is nothing to retry: my last job on #{} (job {last}) {how}.",
+        job.requested_by, job.target
+    )
+}
+
+/// `go` without a plan.
+pub fn no_plan(job: &Job) -> String {
+    format!(
+        "@{} there is no plan to go ahead with on #{}: ask `/forgehand plan` first.",
+        job.requested_by, job.target
+    )
+}
+
+/// A request with no work the bot does in it.
+pub fn unsupported(job: &Job) -> String {
+    let what = match &job.task {
+        Task::Command {
+            command: Command::Plan { .. },
+            ..
+        } => "`/forgehand plan` works on issues; on a pull request, ask for the change itself",
+        _ if job.on_pull_request => "I did not find work in this request for a pull request",
+        _ => "I did not find work in this request",
+    };
+    format!(
+        "@{} {what}. `/forgehand help` lists what I understand.",
+        job.requested_by
+    )
+}

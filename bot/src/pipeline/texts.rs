@@ -1,0 +1,287 @@
+//! Everything a job writes where people read it, under inline snapshot
+//! tests: the status comment at each stage and in each final form, the
+//! pull request's body, the replies in review threads, the one-line
+//! replies, and the help text. A change of wording shows here as a diff
+//! to review (`cargo insta review`), never by accident.
+
+use std::time::Duration;
+
+use forgehand_forge::git::RefusalReason;
+use forgehand_forge::{ForgeKind, Repo};
+use insta::assert_snapshot;
+
+use super::replies;
+use super::stages::answer::thread_reply;
+use super::stages::Stage;
+use super::status::{self, Attempt, PullRequestBody};
+use crate::agent::tools::ThreadReply;
+use crate::job::{Command, Job, Task};
+use crate::reason::{Budget, Reason};
+use crate::store::JobState;
+
+fn job(task: Task, on_pull_request: bool) -> Job {
+    Job {
+        forge: ForgeKind::Github,
+        repo: Repo {
+            owner: "acme".into(),
+            name: "widgets".into(),
+            clone_url: None,
+            default_branch: None,
+            private: false,
+        },
+        target: 7,
+        on_pull_request,
+        requested_by: "maintainer".into(),
+        task,
+    }
+}
+
+#[test]
+fn the_status_comment_at_each_stage() {
+    let each: Vec<String> = Stage::CHECKLIST
+        .iter()
+        .map(|stage| status::working(*stage))
+        .collect();
+    assert_snapshot!(each.join("\n---\n"), @"
+    🛠️ **Forgehand is working on this.**
+
+    - [ ] authorized ← now
+    - [ ] working copy
+    - [ ] agent
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] agent
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [ ] agent ← now
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] agent
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] agent
+    - [x] gate, commit and push
+    - [ ] pull request ← now
+    ");
+}
+
+#[test]
+fn the_status_comment_of_a_later_attempt() {
+    let second = Attempt {
+        number: 2,
+        of: 5,
+        after: Some("forge_error: GET /repos/acme/widgets/issues/7: HTTP 502\nmore".into()),
+    };
+    assert_snapshot!(status::working_on(Stage::Agent, &second), @"
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [ ] agent ← now
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    _Attempt 2 of 5, after: forge_error: GET /repos/acme/widgets/issues/7: HTTP 502_
+    ");
+    assert_snapshot!(status::retrying(&second, Reason::Infra, "the sandbox did not start\ndetail"), @"
+    🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start
+
+    I will try again shortly (attempt 3 of 5).
+    ");
+}
+
+#[test]
+fn the_status_comments_final_forms() {
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, false), @"✅ Opened #8: https://forge/acme/widgets/pull/8");
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, true), @"✅ Updated #8: https://forge/acme/widgets/pull/8");
+    assert_snapshot!(
+        status::failed(Reason::Budget(Budget::Turns), "the agent used all its turns (agent.max_turns)\ndetail"),
+        @"❌ Stopped: `budget:turns`. the agent used all its turns (agent.max_turns)"
+    );
+    assert_snapshot!(
+        status::failed(
+            Reason::Gate(RefusalReason::Sensitive),
+            "not pushed: the change touches files that run code or steer agents\n- `.github/workflows/ci.yml`: a CI definition\n- `Makefile`: a build entry point\n"
+        ),
+        @"
+    ❌ Stopped: `sensitive`. not pushed: the change touches files that run code or steer agents
+
+    - `.github/workflows/ci.yml`: a CI definition
+    - `Makefile`: a build entry point
+    "
+    );
+    assert_snapshot!(status::failed(Reason::NoChanges, "the agent finished without changing anything"), @"❌ Stopped: `no_changes`. the agent finished without changing anything");
+    assert_snapshot!(status::stopped("stopped by @maintainer"), @"⏹️ Stopped: `stopped`. Stopped by @maintainer");
+    assert_snapshot!(status::planned("1. Read calc.py.\n2. Fix add().", "forgehand"), @"
+    📋 **Here is my plan.** Nothing is changed yet.
+
+    1. Read calc.py.
+    2. Fix add().
+
+    Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
+    ");
+}
+
+#[test]
+fn the_pull_request_body() {
+    let body = status::pull_request_body(&PullRequestBody {
+        summary: "Fixed `add` to add.\n\nThe tests pass.",
+        closes: 7,
+        files: &["calc.py".into(), "tests/test_calc.py".into()],
+        findings: "- `Makefile`: a build entry point\n",
+        left_out: "- `fifo` (a named pipe: git cannot hold it)\n",
+        isolation: "Linux namespaces (bubblewrap): no network, but the host's kernel is shared",
+        cost_usd: 0.0123,
+        turns: 4,
+        duration: Duration::from_secs(42),
+    });
+    assert_snapshot!(body, @"
+    Fixed `add` to add.
+
+    The tests pass.
+
+    Closes #7
+
+    **Files changed**
+
+    - `calc.py`
+    - `tests/test_calc.py`
+
+    **Needs a careful look** (sensitive files, pushed because allowed)
+
+    - `Makefile`: a build entry point
+
+    **Left out** (pipes, sockets or devices: git cannot hold them)
+
+    - `fifo` (a named pipe: git cannot hold it)
+
+    ---
+    <sub>Forgehand · Linux namespaces (bubblewrap): no network, but the host's kernel is shared · 4 turns · $0.0123 · 42 s</sub>
+    ");
+}
+
+#[test]
+fn the_replies_in_review_threads() {
+    let replies = [
+        ThreadReply {
+            thread: 1,
+            changed: true,
+            note: "Renamed it.".into(),
+        },
+        ThreadReply {
+            thread: 2,
+            changed: false,
+            note: "The name is part of the public API.".into(),
+        },
+    ];
+    let each: Vec<String> = (1..=3)
+        .map(|n| thread_reply(&replies, n, "0123456789"))
+        .collect();
+    assert_snapshot!(each.join("\n"), @"
+    Done in 0123456789: Renamed it.
+    No change: The name is part of the public API.
+    Done in 0123456789.
+    ");
+}
+
+#[test]
+fn the_one_line_replies() {
+    let labeled = job(
+        Task::Labeled {
+            label: "forgehand".into(),
+        },
+        false,
+    );
+    let plan_on_pr = job(
+        Task::Command {
+            command: Command::Plan { instructions: None },
+            comment_id: 3,
+        },
+        true,
+    );
+    let all = [
+        replies::not_authorized("drive-by"),
+        replies::nothing_to_stop(&labeled),
+        replies::nothing_to_retry_yet(&labeled),
+        replies::nothing_to_retry(&labeled, 12, JobState::Succeeded),
+        replies::nothing_to_retry(&labeled, 12, JobState::Running),
+        replies::no_plan(&labeled),
+        replies::unsupported(&plan_on_pr),
+    ];
+    assert_snapshot!(all.join("\n"), @"
+    @drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.
+    @maintainer there is nothing to stop: no job of mine is running or waiting on #7.
+    @maintainer there is nothing to retry: I have not worked on #7 before.
+    @maintainer there is nothing to retry: my last job on #7 (job 12) succeeded.
+    @maintainer there is nothing to retry: my last job on #7 (job 12) is still running.
+    @maintainer there is no plan to go ahead with on #7: ask `/forgehand plan` first.
+    @maintainer `/forgehand plan` works on issues; on a pull request, ask for the change itself. `/forgehand help` lists what I understand.
+    ");
+}
+
+#[test]
+fn the_help_text() {
+    assert_snapshot!(crate::command::help_text("forgehand"), @"
+    **What I understand**
+
+    Write a command at the start of a line in a comment:
+
+    | Command | What it does |
+    | --- | --- |
+    | `/forgehand fix [instructions]` | Work on this issue and open a pull request. Anything after `fix` is passed on as instructions. |
+    | `/forgehand plan [instructions]` | Write a plan first and wait for `go` before changing any code. |
+    | `/forgehand go` | Go ahead with the plan. |
+    | `/forgehand stop` | Stop what I am doing. |
+    | `/forgehand retry` | Try the last run again. |
+    | `/forgehand allow-sensitive` | Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request). |
+    | `/forgehand help` | Show this message. |
+
+    You can also mention me: `@forgehand fix the flaky login test`, or ask in plain words, like `@forgehand why does the build fail on Windows?`
+
+    Instructions may go on over the next lines, up to a blank line. Commands inside code blocks, `inline code`, `>` quotes and HTML comments are ignored, and case does not matter.
+    ");
+    // Another bot name is named, and works as a prefix too.
+    assert_snapshot!(crate::command::help_text("acme-bot"), @"
+    **What I understand**
+
+    Write a command at the start of a line in a comment:
+
+    | Command | What it does |
+    | --- | --- |
+    | `/forgehand fix [instructions]` | Work on this issue and open a pull request. Anything after `fix` is passed on as instructions. |
+    | `/forgehand plan [instructions]` | Write a plan first and wait for `go` before changing any code. |
+    | `/forgehand go` | Go ahead with the plan. |
+    | `/forgehand stop` | Stop what I am doing. |
+    | `/forgehand retry` | Try the last run again. |
+    | `/forgehand allow-sensitive` | Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request). |
+    | `/forgehand help` | Show this message. |
+
+    `/acme-bot` works as well as `/forgehand`. You can also mention me: `@acme-bot fix the flaky login test`, or ask in plain words, like `@acme-bot why does the build fail on Windows?`
+
+    Instructions may go on over the next lines, up to a blank line. Commands inside code blocks, `inline code`, `>` quotes and HTML comments are ignored, and case does not matter.
+    ");
+}

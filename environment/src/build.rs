@@ -1,0 +1,390 @@
+//! The setup phase: an environment built in sandboxes whose only way out
+//! is the egress proxy (the [`Door`]), holding no token, no key and no
+//! host variable, then kept ([`crate::cache`]).
+//!
+//! 1. **Packages**, when the repository declares Debian packages (or the
+//!    operator extra CA certificates): in a sandbox over the plain guest
+//!    image, as the sandbox user, apt resolves them against the guest's
+//!    installed set, downloads them through the proxy and extracts them
+//!    (`dpkg-deb`, no maintainer script runs) into a layer that later
+//!    lies over the guest image. Extracting needs no root, which is why
+//!    it is done so; a package that only works after its maintainer
+//!    scripts ran is not supported.
+//! 2. **Setup**: the repository's command in a sandbox whose root is the
+//!    guest image with that layer, whose `/workspace` is the base commit
+//!    under a writable layer, and whose home is kept. What it leaves in
+//!    both is the environment.
+//!
+//! Everything is built on a size-limited file system of its own
+//! (`environment.disk_mib`) and copied into the cache when done.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use forgehand_sandbox::disk::SizedDir;
+use forgehand_sandbox::layers::Overlay;
+use forgehand_sandbox::{
+    Backend, ExecOutput, ExecRequest, ExitStatus, Handover, Limits, Sandbox, SandboxError,
+    SandboxSpec,
+};
+
+use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
+use crate::spec::{Declared, EnvKey};
+
+/// The port the proxy is reached at, on the sandbox's own loopback.
+pub const PROXY_PORT: u16 = 3128;
+
+/// Where the guest image keeps its CA certificates (Debian's bundle):
+/// with extra certificates configured, the layer holds the guest's and
+/// them, at the same path.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Serves the setup sandbox's one door: the egress proxy on the listener,
+/// until the task is aborted.
+pub trait Door: Send + Sync {
+    fn serve(&self, listener: tokio::net::TcpListener) -> tokio::task::JoinHandle<()>;
+}
+
+/// What an environment is built from.
+pub struct Setup<'a> {
+    pub backend: &'a dyn Backend,
+    /// The guest image.
+    pub image: &'a Path,
+    /// The base commit's files, owned by the sandbox user (they are the
+    /// lower layer of the setup's `/workspace`, as of every job's).
+    pub base: &'a Path,
+    pub declared: &'a Declared,
+    pub key: &'a EnvKey,
+    /// `forge:owner/name`, or the root commit for `forgehand run`.
+    pub repository: &'a str,
+    /// The operator's extra CA certificates (`environment.ca_bundle`).
+    pub ca_bundle: Option<&'a [u8]>,
+    /// The setup sandbox's limits; its time limit is the whole setup's.
+    pub limits: Limits,
+    /// The size of the file system the environment is built on.
+    pub disk_mib: u64,
+    pub door: &'a dyn Door,
+}
+
+/// A built and kept environment.
+#[derive(Debug)]
+pub struct Built {
+    pub env: InUse,
+    /// The end of what setup printed.
+    pub output: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("installing the Debian packages failed ({status}):\n{output}")]
+    Packages { status: ExitStatus, output: String },
+    #[error("the setup command failed ({status}):\n{output}")]
+    Setup { status: ExitStatus, output: String },
+    #[error("the setup sandbox: {0}")]
+    Sandbox(#[from] SandboxError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("building the environment: {0}")]
+    Io(String),
+}
+
+impl SetupError {
+    /// Whether the repository's own declaration failed (its packages or
+    /// its command), rather than Forgehand's machinery.
+    pub fn is_the_repositorys(&self) -> bool {
+        matches!(self, SetupError::Packages { .. } | SetupError::Setup { .. })
+    }
+}
+
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> SetupError + '_ {
+    move |e| SetupError::Io(format!("{what}: {e}"))
+}
+
+/// Builds the environment `setup` describes and keeps it in `cache`.
+pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupError> {
+    let started = Instant::now();
+    let building = cache.building(setup.key.as_str())?;
+    let scratch = Scratch::create(&building, setup).await?;
+    let mut output = String::new();
+    let layer = setup.declared.packages.is_empty() && setup.ca_bundle.is_none();
+    if !layer {
+        output.push_str(&packages(setup, &scratch).await?);
+    }
+    if let Some(command) = &setup.declared.setup {
+        output.push_str(&run_setup(setup, &scratch, command).await?);
+    }
+    scratch.keep_into(&building.dir)?;
+    drop(scratch);
+    let info = EnvInfo {
+        key: setup.key.to_string(),
+        repository: setup.repository.to_owned(),
+        source: setup.declared.source.to_string(),
+        packages: setup
+            .declared
+            .packages
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect(),
+        setup: setup.declared.setup.clone(),
+        built_at: cache::now(),
+        last_used: cache::now(),
+        bytes: 0,
+        setup_secs: started.elapsed().as_secs_f64(),
+    };
+    let env = cache.keep(building, info)?;
+    Ok(Built { env, output })
+}
+
+/// The size-limited file system an environment is built on, and its
+/// directories, all the sandbox user's.
+struct Scratch {
+    // Dropped last: unmounted after everything mounted in it.
+    sized: SizedDir,
+}
+
+impl Scratch {
+    async fn create(building: &Building, setup: &Setup<'_>) -> Result<Self, SetupError> {
+        let sized = SizedDir::create(
+            &building.dir.join("disk"),
+            &building.dir.join("disk.img"),
+            setup.disk_mib,
+        )?;
+        let scratch = Scratch { sized };
+        for dir in [
+            "packages",
+            "rootfs",
+            "home",
+            "workspace",
+            "work",
+            "merged",
+            "root",
+        ] {
+            std::fs::create_dir(scratch.path(dir)).map_err(io("a scratch directory"))?;
+        }
+        setup
+            .backend
+            .prepare_for_sandbox(scratch.sized.path())
+            .await?;
+        Ok(scratch)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.sized.path().join(name)
+    }
+
+    /// Copies the environment's layers out of the scratch file system
+    /// (owners, modes, overlay whiteouts and their xattrs as they are).
+    fn keep_into(&self, dir: &Path) -> Result<(), SetupError> {
+        for layer in ["rootfs", "home", "workspace"] {
+            let from = self.path(layer);
+            if layer == "rootfs" && is_empty(&from) {
+                continue;
+            }
+            let status = Command::new("cp")
+                .args(["-a", "--no-dereference", "--"])
+                .arg(&from)
+                .arg(dir.join(layer))
+                .status()
+                .map_err(io("copying the environment into the cache"))?;
+            if !status.success() {
+                return Err(SetupError::Io(format!(
+                    "copying {} into the cache failed ({status})",
+                    from.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none())
+}
+
+/// The environment every setup command sees: the proxy, the home, the
+/// path, the language; with extra CA certificates, where the tools that
+/// do not read the system's bundle find it. Nothing of the host's.
+fn setup_env(setup: &Setup<'_>) -> std::collections::BTreeMap<String, String> {
+    let mut env = forgehand_sandbox::namespace::sandbox_env([]);
+    let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+    for name in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+        env.insert(name.into(), proxy.clone());
+    }
+    for name in ["NO_PROXY", "no_proxy"] {
+        env.insert(name.into(), "localhost,127.0.0.1".into());
+    }
+    if setup.ca_bundle.is_some() {
+        for name in [
+            "SSL_CERT_FILE",
+            "REQUESTS_CA_BUNDLE",
+            "PIP_CERT",
+            "NODE_EXTRA_CA_CERTS",
+            "CURL_CA_BUNDLE",
+            "GIT_SSL_CAINFO",
+            "CARGO_HTTP_CAINFO",
+        ] {
+            env.insert(name.into(), CA_BUNDLE.into());
+        }
+    }
+    env
+}
+
+/// The packages step's script: resolve, download, extract, merge a
+/// package's `/bin` and `/lib` into `/usr` as the guest's merged-`/usr`
+/// layout has them (a real `/bin` in the layer would hide the guest's),
+/// then the CA bundle (the guest's and the extra ones, from stdin).
+const PACKAGES_SCRIPT: &str = r#"set -eu
+W=/workspace/packages
+R=/workspace/root
+mkdir -p "$W/lists/partial" "$W/cache/archives/partial" "$R"
+O="-q -o Debug::NoLocking=1 -o Dir::State::Lists=$W/lists -o Dir::Cache=$W/cache -o APT::Sandbox::User=$(id -un) -o Acquire::http::Proxy=$HTTP_PROXY -o Acquire::https::Proxy=$HTTP_PROXY -o Acquire::Retries=3"
+if [ -n "$FORGEHAND_PACKAGES" ]; then
+  apt-get $O update
+  apt-get $O -s --no-install-recommends install $FORGEHAND_PACKAGES \
+    | sed -n 's/^Inst \([^ ]*\) .*/\1/p' > "$W/wanted"
+  if [ -s "$W/wanted" ]; then
+    cd "$W/cache/archives"
+    apt-get $O download $(cat "$W/wanted")
+    for deb in "$W"/cache/archives/*.deb; do
+      dpkg-deb --fsys-tarfile "$deb" | tar -x --no-same-owner --no-same-permissions -C "$R"
+    done
+  fi
+  for d in bin sbin lib lib32 lib64 libx32; do
+    if [ -d "$R/$d" ] && [ ! -L "$R/$d" ] && [ -L "/$d" ]; then
+      mkdir -p "$R/usr/$d"
+      cp -a "$R/$d/." "$R/usr/$d/"
+      rm -rf "$R/$d"
+    fi
+  done
+fi
+if [ "$FORGEHAND_CA" = 1 ]; then
+  mkdir -p "$R/etc/ssl/certs"
+  cat /etc/ssl/certs/ca-certificates.crt - > "$R/etc/ssl/certs/ca-certificates.crt"
+fi
+echo "forgehand: $(wc -l < "$W/wanted" 2>/dev/null || echo 0) packages extracted"
+"#;
+
+async fn packages(setup: &Setup<'_>, scratch: &Scratch) -> Result<String, SetupError> {
+    let spec = SandboxSpec {
+        rootfs: setup.image.to_owned(),
+        workspace: scratch.sized.path().to_owned(),
+        home: None,
+        handover: Handover::Prepared {
+            give_back: Vec::new(),
+        },
+        env: setup_env(setup),
+        limits: setup.limits.clone(),
+    };
+    let names: Vec<&str> = setup.declared.packages.iter().map(|p| p.as_str()).collect();
+    let request = ExecRequest::new(["/bin/sh", "-c", PACKAGES_SCRIPT])
+        .env("FORGEHAND_PACKAGES", names.join(" "))
+        .env(
+            "FORGEHAND_CA",
+            if setup.ca_bundle.is_some() { "1" } else { "0" },
+        )
+        .stdin(setup.ca_bundle.unwrap_or_default().to_vec());
+    let out = in_sandbox(setup, spec, request).await?;
+    if !out.status.success() {
+        return Err(SetupError::Packages {
+            status: out.status,
+            output: printed(&out),
+        });
+    }
+    // The layer is what was extracted; apt's lists and downloads go.
+    std::fs::remove_dir(scratch.path("rootfs")).map_err(io("the rootfs layer"))?;
+    std::fs::rename(scratch.path("root"), scratch.path("rootfs"))
+        .map_err(io("the rootfs layer"))?;
+    cache::remove_tree(&scratch.path("packages"));
+    Ok(printed(&out))
+}
+
+async fn run_setup(
+    setup: &Setup<'_>,
+    scratch: &Scratch,
+    command: &str,
+) -> Result<String, SetupError> {
+    let layer = scratch.path("rootfs");
+    let rootfs_merged = scratch.path("rootfs-merged");
+    std::fs::create_dir_all(&rootfs_merged).map_err(io("the rootfs mount point"))?;
+    let rootfs = if is_empty(&layer) {
+        None
+    } else {
+        Some(
+            Overlay::read_only(&[&layer, setup.image], &rootfs_merged)
+                .map_err(io("the rootfs overlay"))?,
+        )
+    };
+    let workspace = Overlay::writable(
+        &[setup.base],
+        &scratch.path("workspace"),
+        &scratch.path("work"),
+        &scratch.path("merged"),
+    )
+    .map_err(io("the workspace overlay"))?;
+    let spec = SandboxSpec {
+        rootfs: rootfs
+            .as_ref()
+            .map_or_else(|| setup.image.to_owned(), |r| r.path().to_owned()),
+        workspace: workspace.path().to_owned(),
+        home: Some(scratch.path("home")),
+        handover: Handover::Prepared {
+            give_back: Vec::new(),
+        },
+        env: setup_env(setup),
+        limits: setup.limits.clone(),
+    };
+    let out = in_sandbox(setup, spec, ExecRequest::shell(command)).await;
+    drop(workspace);
+    drop(rootfs);
+    let out = out?;
+    if !out.status.success() {
+        return Err(SetupError::Setup {
+            status: out.status,
+            output: printed(&out),
+        });
+    }
+    Ok(printed(&out))
+}
+
+/// Runs one request in a sandbox made from `spec`, its door served for
+/// as long as it runs.
+async fn in_sandbox(
+    setup: &Setup<'_>,
+    spec: SandboxSpec,
+    request: ExecRequest,
+) -> Result<ExecOutput, SetupError> {
+    let sandbox = setup.backend.create(spec).await?;
+    let result = serve_and_run(setup, &*sandbox, request).await;
+    let destroyed = sandbox.destroy().await;
+    let out = result?;
+    destroyed?;
+    Ok(out)
+}
+
+async fn serve_and_run(
+    setup: &Setup<'_>,
+    sandbox: &dyn Sandbox,
+    request: ExecRequest,
+) -> Result<ExecOutput, SetupError> {
+    let listener = sandbox.listen_inside(PROXY_PORT).await?;
+    let listener = tokio::net::TcpListener::from_std(listener).map_err(io("the door"))?;
+    let door = setup.door.serve(listener);
+    let out = sandbox.exec(request.timeout(setup.limits.timeout)).await;
+    door.abort();
+    Ok(out?)
+}
+
+/// What a command printed, both streams, as people read it (its end is
+/// kept when it is long).
+fn printed(out: &ExecOutput) -> String {
+    let mut text = out.stdout.to_text();
+    let err = out.stderr.to_text();
+    if !err.is_empty() {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&err);
+    }
+    text
+}

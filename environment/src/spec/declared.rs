@@ -1,0 +1,204 @@
+//! Which declaration applies: `.forgehand.toml`, else a devcontainer, else
+//! detection (see the module's documentation for why in that order).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::detect::{self, Plan, Toolchain};
+use super::error::{DeclFile, DeclareError, Problem};
+use super::package::DebianPackage;
+use super::{devcontainer, forgehand_toml, inputs, RepoFiles};
+use super::{MAX_COMMAND_BYTES, MAX_DECLARATION_BYTES};
+
+/// What a repository's environment is made of.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Declared {
+    /// Debian packages added to the guest image, sorted and deduplicated.
+    pub packages: Vec<DebianPackage>,
+    /// A shell line run with `sh -c` in the setup sandbox, in `/workspace`.
+    pub setup: Option<String>,
+    /// The command that shows a change works, run in `/workspace`.
+    pub test: Option<String>,
+    pub source: Source,
+    /// The files whose contents define the environment (lockfiles,
+    /// manifests, files the setup names), sorted; the key covers them.
+    pub inputs: Vec<String>,
+}
+
+impl Declared {
+    /// Whether there is anything to install; an environment of only a test
+    /// runs in the guest image as it is.
+    pub fn needs_setup(&self) -> bool {
+        !self.packages.is_empty() || self.setup.is_some()
+    }
+}
+
+/// Where a [`Declared`] came from, as the status comment says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    ForgehandToml,
+    Devcontainer(DevcontainerPath),
+    /// Detected from the lockfiles and manifests at the root: every
+    /// toolchain found, in a fixed order (JavaScript, Python, Rust, Go).
+    Detected(Vec<Toolchain>),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::ForgehandToml => f.write_str(".forgehand.toml"),
+            Source::Devcontainer(path) => f.write_str(path.as_str()),
+            Source::Detected(toolchains) => {
+                f.write_str("detected from the repository's files: ")?;
+                for (i, toolchain) in toolchains.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{toolchain}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The devcontainer file read: the folder form wins, as with the
+/// devcontainer CLI. Configurations in sub-folders of `.devcontainer/`
+/// (one of several to choose from) are not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DevcontainerPath {
+    /// `.devcontainer/devcontainer.json`
+    Folder,
+    /// `.devcontainer.json`
+    Root,
+}
+
+impl DevcontainerPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DevcontainerPath::Folder => ".devcontainer/devcontainer.json",
+            DevcontainerPath::Root => ".devcontainer.json",
+        }
+    }
+}
+
+/// What the repository at `files` declares about its environment; `None`
+/// when it declares nothing and nothing is detected (or `detect` is off).
+pub fn declared(files: &dyn RepoFiles, detect: bool) -> Result<Option<Declared>, DeclareError> {
+    let file = DeclFile::ForgehandToml;
+    let toml = read(files, file)?.map(forgehand_toml::parse).transpose()?;
+    if let Some(environment) = toml.flatten() {
+        return finish(
+            files,
+            Source::ForgehandToml,
+            environment.packages,
+            environment.setup,
+            environment.test,
+        )
+        .map(Some);
+    }
+    let plans = if detect {
+        detect::detect(files).map_err(DeclareError::Files)?
+    } else {
+        Vec::new()
+    };
+    if let Some((path, setup)) = devcontainer_setup(files)? {
+        // The devcontainer's own commands install the tools, not the
+        // detected setup: the test is the toolchain's usual command.
+        let test = joined(plans.iter().filter_map(|plan| plan.plain_test.as_deref()));
+        return finish(
+            files,
+            Source::Devcontainer(path),
+            packages(&plans),
+            Some(setup),
+            test,
+        )
+        .map(Some);
+    }
+    if plans.is_empty() {
+        return Ok(None);
+    }
+    let setup = joined(plans.iter().map(|plan| plan.setup.as_str()));
+    let test = joined(plans.iter().filter_map(|plan| plan.test.as_deref()));
+    let source = Source::Detected(plans.iter().map(|plan| plan.toolchain).collect());
+    finish(files, source, packages(&plans), setup, test).map(Some)
+}
+
+fn read(files: &dyn RepoFiles, file: DeclFile) -> Result<Option<Vec<u8>>, DeclareError> {
+    files
+        .read(file.path(), MAX_DECLARATION_BYTES)
+        .map_err(|error| DeclareError::reading(file, error))
+}
+
+/// The setup of the first devcontainer file present, when it has one.
+fn devcontainer_setup(
+    files: &dyn RepoFiles,
+) -> Result<Option<(DevcontainerPath, String)>, DeclareError> {
+    for path in [DevcontainerPath::Folder, DevcontainerPath::Root] {
+        if let Some(bytes) = read(files, DeclFile::Devcontainer(path))? {
+            let setup = devcontainer::parse(path, bytes)?;
+            return Ok(setup.map(|setup| (path, setup)));
+        }
+    }
+    Ok(None)
+}
+
+fn packages(plans: &[Plan]) -> Vec<DebianPackage> {
+    plans
+        .iter()
+        .flat_map(|plan| plan.packages.iter())
+        .map(|name| DebianPackage::new(name).expect("detection names valid Debian packages"))
+        .collect()
+}
+
+fn joined<'a>(commands: impl Iterator<Item = &'a str>) -> Option<String> {
+    let commands: Vec<&str> = commands.collect();
+    (!commands.is_empty()).then(|| commands.join(" && "))
+}
+
+fn finish(
+    files: &dyn RepoFiles,
+    source: Source,
+    mut packages: Vec<DebianPackage>,
+    setup: Option<String>,
+    test: Option<String>,
+) -> Result<Declared, DeclareError> {
+    packages.sort();
+    packages.dedup();
+    let inputs = inputs::inputs(files, setup.as_deref()).map_err(DeclareError::Files)?;
+    Ok(Declared {
+        packages,
+        setup,
+        test,
+        source,
+        inputs,
+    })
+}
+
+/// A command line as given for `key`: `None` when blank, else checked
+/// against what `sh -c` and a status comment can take.
+pub(super) fn command(key: &str, line: &str) -> Result<Option<String>, Problem> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    if line.len() > MAX_COMMAND_BYTES {
+        return Err(Problem::TooLong {
+            key: key.to_owned(),
+            len: line.len(),
+            max: MAX_COMMAND_BYTES,
+        });
+    }
+    if line.contains('\0') {
+        return Err(Problem::Nul {
+            key: key.to_owned(),
+        });
+    }
+    Ok(Some(line.to_owned()))
+}
+
+#[cfg(test)]
+#[path = "declared_tests.rs"]
+mod tests;

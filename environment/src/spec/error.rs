@@ -1,0 +1,202 @@
+//! The errors a declaration can have, worded for the person who wrote the
+//! file: they are shown in the status comment, so each names the file, the
+//! line and column, and what was expected there.
+
+use std::fmt;
+
+use super::package::PackageNameError;
+use super::DevcontainerPath;
+
+/// Reading the base commit's files failed.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    /// The file is larger than the reader's bound; it was not read whole.
+    #[error("{path} is larger than {max} bytes")]
+    TooLarge { path: String, max: u64 },
+    /// The files could not be read (the git tree is unreadable, say).
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The file a declaration came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeclFile {
+    ForgehandToml,
+    Devcontainer(DevcontainerPath),
+}
+
+impl DeclFile {
+    pub fn path(self) -> &'static str {
+        match self {
+            DeclFile::ForgehandToml => ".forgehand.toml",
+            DeclFile::Devcontainer(path) => path.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for DeclFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.path())
+    }
+}
+
+/// A place in a file: 1-based line and column (in characters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    /// The place of byte `offset` in `text` (clamped to its end, and to a
+    /// character boundary).
+    pub fn of_offset(text: &str, offset: usize) -> Location {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let before = &text[..offset];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Location {
+            line: before.matches('\n').count() + 1,
+            column: before[line_start..].chars().count() + 1,
+        }
+    }
+}
+
+/// What is wrong at a [`Location`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The file does not parse; the parser's own words.
+    Syntax(String),
+    /// The file is not UTF-8 from this point.
+    NotUtf8,
+    /// A value of the wrong kind. `key` is where it sits (`packages[2]`).
+    WrongType {
+        key: String,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// A key `[environment]` does not have.
+    UnknownKey {
+        key: String,
+        suggestion: Option<&'static str>,
+    },
+    /// A key given twice.
+    Duplicate {
+        key: String,
+    },
+    /// A package name outside Debian's grammar.
+    BadPackage {
+        key: String,
+        error: PackageNameError,
+    },
+    TooManyPackages {
+        count: usize,
+        max: usize,
+    },
+    TooLong {
+        key: String,
+        len: usize,
+        max: usize,
+    },
+    /// A NUL byte cannot be passed to `sh -c`.
+    Nul {
+        key: String,
+    },
+    /// An array command with no words.
+    EmptyCommand {
+        key: String,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::Syntax(message) => f.write_str(message),
+            Problem::NotUtf8 => f.write_str("the file is not UTF-8 text from here on"),
+            Problem::WrongType {
+                key,
+                expected,
+                found,
+            } => write!(f, "{key}: expected {expected}, found {found}"),
+            Problem::UnknownKey { key, suggestion } => {
+                write!(
+                    f,
+                    "unknown key `{key}` in [environment], which has packages, setup and test"
+                )?;
+                match suggestion {
+                    Some(known) => write!(f, " (did you mean `{known}`?)"),
+                    None => Ok(()),
+                }
+            }
+            Problem::Duplicate { key } => write!(f, "{key} is given twice"),
+            Problem::BadPackage { key, error } => write!(f, "{key}: {error}"),
+            Problem::TooManyPackages { count, max } => write!(
+                f,
+                "packages: {count} packages, more than the {max} allowed; a repository needing more should use a setup command"
+            ),
+            Problem::TooLong { key, len, max } => write!(
+                f,
+                "{key}: the command is {len} bytes, more than the {max} allowed; put a longer one in a script and run that"
+            ),
+            Problem::Nul { key } => write!(f, "{key}: a command cannot contain a NUL character"),
+            Problem::EmptyCommand { key } => write!(
+                f,
+                "{key}: expected a command's words, found an empty array"
+            ),
+        }
+    }
+}
+
+/// Why a repository's declaration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DeclareError {
+    /// Something in the file is wrong, at a line.
+    #[error("{file}, line {}, column {}: {problem}", at.line, at.column)]
+    Invalid {
+        file: DeclFile,
+        at: Location,
+        problem: Problem,
+    },
+    /// The file is over its bound; it was not read.
+    #[error("{file} is larger than {max} bytes, the most Forgehand reads of it")]
+    TooLarge { file: DeclFile, max: u64 },
+    /// The repository's files could not be read.
+    #[error(transparent)]
+    Files(FilesError),
+}
+
+impl DeclareError {
+    pub(crate) fn invalid(file: DeclFile, text: &str, offset: usize, problem: Problem) -> Self {
+        DeclareError::Invalid {
+            file,
+            at: Location::of_offset(text, offset),
+            problem,
+        }
+    }
+
+    /// The error of a declaration file that could not be read.
+    pub(crate) fn reading(file: DeclFile, error: FilesError) -> Self {
+        match error {
+            FilesError::TooLarge { max, .. } => DeclareError::TooLarge { file, max },
+            other => DeclareError::Files(other),
+        }
+    }
+}
+
+/// A declaration file's text, or the error naming where it stops being
+/// UTF-8.
+pub(crate) fn utf8(file: DeclFile, bytes: Vec<u8>) -> Result<String, DeclareError> {
+    String::from_utf8(bytes).map_err(|error| {
+        let valid = error.utf8_error().valid_up_to();
+        let bytes = error.into_bytes();
+        // The valid prefix is text; the location is counted in it.
+        let text = String::from_utf8_lossy(&bytes[..valid]);
+        DeclareError::invalid(file, &text, valid, Problem::NotUtf8)
+    })
+}

@@ -1,0 +1,256 @@
+//! The files whose contents define an environment: the key covers them, so
+//! a changed lockfile builds a new environment rather than reusing a stale
+//! one.
+//!
+//! Whoever wrote the setup (the repository, a devcontainer, detection), it
+//! reads the lockfiles and manifests at the root: all those present are
+//! inputs, whatever the source. Listing one too many costs a rebuild when
+//! it changes; listing one too few reuses an environment that no longer
+//! matches, which is the failure to avoid. Two more kinds are added: the
+//! files a setup line names (`-r requirements-dev.txt`,
+//! `./scripts/setup.sh`), found by looking each word up in the tree, and
+//! the files pip requirement files include (`-r`, `-c`), followed through
+//! a bounded number of files.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use super::{FilesError, RepoFiles, MAX_DETECT_BYTES};
+
+/// Lockfiles, manifests and package-manager settings at the root.
+const KNOWN: [&str; 25] = [
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    ".npmrc",
+    "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    "yarn.lock",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "requirements.txt",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "uv.lock",
+    "poetry.lock",
+    ".python-version",
+    "Cargo.toml",
+    "Cargo.lock",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".cargo/config.toml",
+    "go.mod",
+    "go.sum",
+    "go.work",
+    "go.work.sum",
+];
+
+/// Words of a setup line looked up as paths, at most.
+const MAX_MENTIONED: usize = 64;
+/// Requirement files read to follow their includes, at most.
+const MAX_REQUIREMENT_FILES: usize = 32;
+
+/// The inputs of an environment whose setup is `setup`, sorted.
+pub(super) fn inputs(
+    files: &dyn RepoFiles,
+    setup: Option<&str>,
+) -> Result<Vec<String>, FilesError> {
+    let mut found: BTreeSet<String> = KNOWN
+        .iter()
+        .filter(|path| files.exists(path))
+        .map(|path| path.to_string())
+        .collect();
+    let mentioned: BTreeSet<String> = setup.map(mentioned).unwrap_or_default();
+    for path in mentioned.into_iter().take(MAX_MENTIONED) {
+        if files.exists(&path) {
+            found.insert(path);
+        }
+    }
+    let roots = found
+        .iter()
+        .filter(|path| is_requirements(path))
+        .cloned()
+        .collect();
+    for (path, _) in requirement_closure(files, roots)? {
+        found.insert(path);
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// The words of a shell line that could be paths in the repository, as
+/// normalised relative paths. A word `--opt=value` is looked at for its
+/// value. Words that expand (`$`, globs, `~`) are not guessed at.
+fn mentioned(setup: &str) -> BTreeSet<String> {
+    setup
+        .split(|c: char| c.is_whitespace() || ";&|<>()`".contains(c))
+        .map(|word| word.rsplit('=').next().unwrap_or(word))
+        .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
+        .filter(|word| !word.starts_with('-') && !word.contains(['$', '*', '?', '[', '{', '~']))
+        .filter_map(|word| normalize("", word))
+        .collect()
+}
+
+/// Whether `path` is a pip requirement file, by the usual names
+/// (`requirements*.txt`, `requirements/*.txt`).
+fn is_requirements(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or(path);
+    let parent = parts.next();
+    name.ends_with(".txt") && (name.contains("requirements") || parent == Some("requirements"))
+}
+
+/// Each requirement file from `roots` and what it includes (`-r`, `-c`),
+/// with its text when it could be read (absent or too large: none), at
+/// most [`MAX_REQUIREMENT_FILES`] files.
+pub(super) fn requirement_closure(
+    files: &dyn RepoFiles,
+    roots: Vec<String>,
+) -> Result<Vec<(String, Option<String>)>, FilesError> {
+    let mut seen: BTreeSet<String> = roots.iter().cloned().collect();
+    let mut queue: VecDeque<String> = roots.into();
+    let mut out = Vec::new();
+    while let Some(path) = queue.pop_front() {
+        if out.len() == MAX_REQUIREMENT_FILES {
+            break;
+        }
+        let Some(text) = read_text(files, &path)? else {
+            if files.exists(&path) {
+                out.push((path, None));
+            }
+            continue;
+        };
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        for include in includes(&text).filter_map(|target| normalize(dir, target)) {
+            if seen.insert(include.clone()) {
+                queue.push_back(include);
+            }
+        }
+        out.push((path, Some(text)));
+    }
+    Ok(out)
+}
+
+/// The files a requirement file's `-r`/`--requirement`/`-c`/`--constraint`
+/// lines name, as written.
+fn includes(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        let line = line.split(" #").next().unwrap_or(line).trim();
+        for option in ["--requirement", "--constraint", "-r", "-c"] {
+            if let Some(rest) = line.strip_prefix(option) {
+                let rest = rest.strip_prefix('=').unwrap_or(rest).trim();
+                return (!rest.is_empty()).then_some(rest);
+            }
+        }
+        None
+    })
+}
+
+/// The text of a file read for detection: `None` when absent or larger
+/// than detection reads (detection then knows less, and says nothing
+/// wrong); a read failure is an error.
+pub(super) fn read_text(files: &dyn RepoFiles, path: &str) -> Result<Option<String>, FilesError> {
+    match files.read(path, MAX_DETECT_BYTES) {
+        Ok(bytes) => Ok(bytes.map(|bytes| String::from_utf8_lossy(&bytes).into_owned())),
+        Err(FilesError::TooLarge { .. }) => {
+            tracing::debug!(path, "too large to read for detection");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// `target`, relative to `dir`, as a path inside the repository; `None`
+/// when it is absolute, a URL, empty, or leaves the repository.
+fn normalize(dir: &str, target: &str) -> Option<String> {
+    if target.is_empty()
+        || target.starts_with('/')
+        || target.contains("://")
+        || target.contains('\\')
+    {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|part| !part.is_empty()).collect();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::testing::MapFiles;
+
+    #[test]
+    fn known_files_present_are_inputs_whatever_the_setup() {
+        let files = MapFiles::new()
+            .with("package-lock.json", "{}")
+            .with("Cargo.lock", "")
+            .with("README.md", "")
+            .with("src/package-lock.json", "{}");
+        assert_eq!(
+            inputs(&files, None).unwrap(),
+            ["Cargo.lock", "package-lock.json"]
+        );
+        assert_eq!(
+            inputs(&files, Some("make deps")).unwrap(),
+            ["Cargo.lock", "package-lock.json"]
+        );
+    }
+
+    #[test]
+    fn files_the_setup_names_are_inputs() {
+        let files = MapFiles::new()
+            .with("scripts/setup.sh", "#!/bin/sh")
+            .with("requirements-dev.txt", "-r requirements/base.txt\n")
+            .with("requirements/base.txt", "-c ../constraints.txt\nflask\n")
+            .with("constraints.txt", "flask==3.0\n")
+            .with("tools.lock", "x");
+        let setup = "./scripts/setup.sh && pip install -r requirements-dev.txt --constraint='tools.lock' missing.txt $HOME/x";
+        assert_eq!(
+            inputs(&files, Some(setup)).unwrap(),
+            [
+                "constraints.txt",
+                "requirements-dev.txt",
+                "requirements/base.txt",
+                "scripts/setup.sh",
+                "tools.lock"
+            ]
+        );
+    }
+
+    #[test]
+    fn includes_are_followed_within_the_repository_and_a_bound() {
+        let mut files = MapFiles::new().with(
+            "requirements.txt",
+            "-r /etc/passwd\n-r ../../outside.txt\n-r https://x.invalid/r.txt\n-r chain0.txt\n",
+        );
+        for i in 0..100 {
+            files = files.with(
+                &format!("chain{i}.txt"),
+                &format!("--requirement=chain{}.txt # next\n", i + 1),
+            );
+        }
+        let closure = requirement_closure(&files, vec!["requirements.txt".into()]).unwrap();
+        assert_eq!(closure.len(), MAX_REQUIREMENT_FILES);
+        assert_eq!(closure[1].0, "chain0.txt");
+        assert!(closure
+            .iter()
+            .all(|(path, _)| !path.contains("..") && !path.starts_with('/')));
+    }
+
+    #[test]
+    fn normalize_stays_inside() {
+        assert_eq!(normalize("a/b", "../c.txt").as_deref(), Some("a/c.txt"));
+        assert_eq!(normalize("", "./x/./y").as_deref(), Some("x/y"));
+        assert_eq!(normalize("a", "../../x"), None);
+        assert_eq!(normalize("", "."), None);
+        assert_eq!(normalize("", "/x"), None);
+    }
+}

@@ -1,0 +1,83 @@
+//! A repository as a map, for tests; it records every read and its bound.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::{FilesError, RepoFiles};
+
+enum Entry {
+    Bytes(Vec<u8>),
+    /// A file of this size whose contents must never be read: a reader
+    /// bounded below its size gets `TooLarge`; one that is not, a panic.
+    Huge(u64),
+    /// A file whose reading fails.
+    Broken,
+}
+
+#[derive(Default)]
+pub(crate) struct MapFiles {
+    files: BTreeMap<String, Entry>,
+    reads: RefCell<Vec<(String, u64)>>,
+}
+
+impl MapFiles {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn with(self, path: &str, text: &str) -> Self {
+        self.with_bytes(path, text.as_bytes().to_vec())
+    }
+
+    pub fn with_bytes(mut self, path: &str, bytes: Vec<u8>) -> Self {
+        self.files.insert(path.to_owned(), Entry::Bytes(bytes));
+        self
+    }
+
+    pub fn huge(mut self, path: &str, size: u64) -> Self {
+        self.files.insert(path.to_owned(), Entry::Huge(size));
+        self
+    }
+
+    pub fn broken(mut self, path: &str) -> Self {
+        self.files.insert(path.to_owned(), Entry::Broken);
+        self
+    }
+
+    pub fn without(mut self, path: &str) -> Self {
+        self.files.remove(path);
+        self
+    }
+
+    /// Every read so far: the path and the bound it was read with.
+    pub fn reads(&self) -> Vec<(String, u64)> {
+        self.reads.borrow().clone()
+    }
+}
+
+impl RepoFiles for MapFiles {
+    fn read(&self, path: &str, max: u64) -> Result<Option<Vec<u8>>, FilesError> {
+        self.reads.borrow_mut().push((path.to_owned(), max));
+        let too_large = || FilesError::TooLarge {
+            path: path.to_owned(),
+            max,
+        };
+        match self.files.get(path) {
+            None => Ok(None),
+            Some(Entry::Bytes(bytes)) if bytes.len() as u64 > max => Err(too_large()),
+            Some(Entry::Bytes(bytes)) => Ok(Some(bytes.clone())),
+            Some(Entry::Huge(size)) if *size > max => Err(too_large()),
+            Some(Entry::Huge(size)) => {
+                panic!("{path} ({size} bytes) was read whole with a bound of {max}")
+            }
+            Some(Entry::Broken) => Err(FilesError::Read {
+                path: path.to_owned(),
+                source: "the tree is unreadable".into(),
+            }),
+        }
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+}

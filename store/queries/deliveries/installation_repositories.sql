@@ -1,0 +1,2 @@
+SELECT installation AS "installation!", repository AS "repository!"
+FROM installation_repositories ORDER BY repository

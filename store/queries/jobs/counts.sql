@@ -1,0 +1,1 @@
+SELECT state AS "state!: JobState", COUNT(*) AS "count!: i64" FROM jobs GROUP BY state

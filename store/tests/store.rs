@@ -1,0 +1,502 @@
+//! Recording deliveries in batches: the group commit must give every
+//! delivery in a batch the answer it would get alone.
+
+use forgehand_forge::{ForgeKind, Repo};
+use forgehand_store::job::{Job, Task};
+use forgehand_store::{
+    CompressedPayload, DeliveryQuery, NewDelivery, Outcome, Recorded, SqliteStore, Store,
+};
+use sqlx::Row;
+
+fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
+    let job = Job {
+        forge: ForgeKind::Github,
+        repo: Repo {
+            owner: "acme".into(),
+            name: "widgets".into(),
+            clone_url: None,
+            default_branch: None,
+            private: false,
+        },
+        target: 1,
+        on_pull_request: false,
+        requested_by: "m".into(),
+        task: Task::Assigned,
+    };
+    NewDelivery {
+        forge: "github".into(),
+        delivery_id: Some(id.into()),
+        event: Some("issues".into()),
+        event_name: Some("issues.assigned".into()),
+        outcome,
+        status_code: if outcome == Outcome::Rejected {
+            401
+        } else {
+            202
+        },
+        reason: None,
+        repo: None,
+        target: None,
+        sender: None,
+        detail: None,
+        payload: Some(CompressedPayload::compress(b"{\"x\":1}")),
+        jobs: vec![(&job).into(); jobs],
+        installation: None,
+        digest: None,
+        received_at: 1,
+    }
+}
+
+async fn store() -> (SqliteStore, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    (SqliteStore::connect(&url).await.unwrap(), dir)
+}
+
+#[tokio::test]
+async fn one_batch_answers_each_delivery_as_if_it_came_alone() {
+    let (store, _dir) = store().await;
+    let first = store
+        .record_deliveries(&[delivery("a", Outcome::Accepted, 1)])
+        .await
+        .unwrap();
+    let Recorded::New { jobs: a_jobs, .. } = &first[0] else {
+        panic!("{first:?}")
+    };
+
+    let batch = [
+        delivery("b", Outcome::Accepted, 2),
+        delivery("a", Outcome::Accepted, 1), // recorded in an earlier batch
+        delivery("c", Outcome::Rejected, 0), // refused: does not hold "c"
+        delivery("c", Outcome::Ignored, 0),
+        delivery("b", Outcome::Accepted, 2), // the same id twice in one batch
+        delivery("d", Outcome::Accepted, 1),
+    ];
+    let got = store.record_deliveries(&batch).await.unwrap();
+    let Recorded::New { jobs: b_jobs, .. } = &got[0] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(b_jobs.len(), 2);
+    assert!(
+        matches!(&got[1], Recorded::Duplicate { jobs, .. } if jobs == a_jobs),
+        "{:?}",
+        got[1]
+    );
+    assert!(matches!(&got[2], Recorded::New { jobs, .. } if jobs.is_empty()));
+    assert!(matches!(&got[3], Recorded::New { jobs, .. } if jobs.is_empty()));
+    assert!(
+        matches!(&got[4], Recorded::Duplicate { jobs, .. } if jobs == b_jobs),
+        "{:?}",
+        got[4]
+    );
+    let Recorded::New { jobs: d_jobs, .. } = &got[5] else {
+        panic!("{got:?}")
+    };
+    assert_eq!(d_jobs.len(), 1);
+    assert!(d_jobs[0] > b_jobs[1], "jobs are numbered in arrival order");
+
+    let rows = store
+        .list_deliveries(&DeliveryQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let listed: Vec<(String, Outcome, Vec<i64>)> = rows
+        .iter()
+        .rev()
+        .map(|r| (r.delivery_id.clone().unwrap(), r.outcome, r.jobs.clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("a".into(), Outcome::Accepted, a_jobs.clone()),
+            ("b".into(), Outcome::Accepted, b_jobs.clone()),
+            ("a".into(), Outcome::Duplicate, a_jobs.clone()),
+            ("c".into(), Outcome::Rejected, vec![]),
+            ("c".into(), Outcome::Ignored, vec![]),
+            ("b".into(), Outcome::Duplicate, b_jobs.clone()),
+            ("d".into(), Outcome::Accepted, d_jobs.clone()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_batch_larger_than_one_statement_is_recorded_whole() {
+    let (store, _dir) = store().await;
+    let batch: Vec<_> = (0..600)
+        .map(|n| delivery(&format!("n{n}"), Outcome::Accepted, 1))
+        .collect();
+    let got = store.record_deliveries(&batch).await.unwrap();
+    let mut previous = 0;
+    for r in got {
+        let Recorded::New { jobs, .. } = r else {
+            panic!("{r:?}")
+        };
+        assert!(jobs[0] > previous);
+        previous = jobs[0];
+    }
+    let counts = store.job_counts().await.unwrap();
+    assert!(
+        counts.contains(&(forgehand_store::JobState::Queued, 600)),
+        "{counts:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_accepted_body_is_kept_compressed_and_comes_back_whole() {
+    let (store, _dir) = store().await;
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../shared/testdata/github/webhook-examples/issues/labeled.1.json"
+    ))
+    .expect("the shared test data beside the checkout");
+    let mut accepted = delivery("kept", Outcome::Accepted, 1);
+    accepted.payload = Some(CompressedPayload::compress(&body));
+    let compressed = accepted.payload.as_ref().unwrap().as_bytes().len();
+    assert!(
+        compressed * 3 < body.len(),
+        "{compressed} of {} bytes",
+        body.len()
+    );
+    let mut ignored = delivery("dropped", Outcome::Ignored, 0);
+    ignored.payload = Some(CompressedPayload::compress(&body));
+    let got = store.record_deliveries(&[accepted, ignored]).await.unwrap();
+    let (Recorded::New { delivery: a, .. }, Recorded::New { delivery: i, .. }) = (&got[0], &got[1])
+    else {
+        panic!("{got:?}")
+    };
+    assert_eq!(
+        store.delivery_payload(*a).await.unwrap().as_deref(),
+        Some(body.as_slice())
+    );
+    assert_eq!(
+        store.delivery_payload(*i).await.unwrap(),
+        None,
+        "ignored bodies are not kept"
+    );
+}
+
+/// A database made before 0002 keeps every row and id through it, and
+/// comes out with the same rules: the CHECKs, the unique delivery id, the
+/// foreign keys.
+#[tokio::test]
+async fn migration_0002_keeps_rows_and_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    {
+        let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+        let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true))
+            .await
+            .unwrap();
+        let mut first_only = sqlx::migrate!("./migrations");
+        first_only.migrations = first_only
+            .migrations
+            .iter()
+            .filter(|m| m.version == 1)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        first_only.run(&pool).await.unwrap();
+        for sql in [
+            "INSERT INTO deliveries (id, forge, delivery_id, outcome, status_code, received_at) \
+             VALUES (7, 'github', 'old-id', 'accepted', 202, 1)",
+            "INSERT INTO jobs (id, delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+             VALUES (11, 7, 'assigned', '{}', 'github:acme/widgets#1', 'succeeded', 3, 1, 1, 1)",
+            "INSERT INTO job_runs (id, job, attempt, worker, started_at, outcome) \
+             VALUES (5, 11, 1, 'w', 1, 'succeeded')",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        pool.close().await;
+    }
+
+    let store = SqliteStore::connect(&url).await.unwrap();
+    let pool = store.pool();
+    let ids: (i64, i64, i64) = sqlx::query_as(
+        "SELECT d.id, j.id, r.id FROM deliveries d JOIN jobs j ON j.delivery = d.id \
+         JOIN job_runs r ON r.job = j.id",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(ids, (7, 11, 5));
+    let fk_problems: Vec<(String,)> =
+        sqlx::query_as("SELECT \"table\" FROM pragma_foreign_key_check")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    assert!(fk_problems.is_empty(), "{fk_problems:?}");
+
+    let bad_outcome = sqlx::query(
+        "INSERT INTO deliveries (forge, outcome, status_code, received_at) VALUES ('github', 'maybe', 202, 1)",
+    )
+    .execute(pool)
+    .await;
+    assert!(bad_outcome.unwrap_err().to_string().contains("CHECK"));
+    let bad_state = sqlx::query(
+        "INSERT INTO jobs (kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+         VALUES ('x', '{}', 't', 'sleeping', 3, 1, 1, 1)",
+    )
+    .execute(pool)
+    .await;
+    assert!(bad_state.unwrap_err().to_string().contains("CHECK"));
+
+    let again = store
+        .record_deliveries(&[delivery("old-id", Outcome::Accepted, 1)])
+        .await
+        .unwrap();
+    assert!(
+        matches!(&again[0], Recorded::Duplicate { jobs, .. } if jobs == &[11]),
+        "{again:?}"
+    );
+}
+
+/// What 0002 is for: no insert on the intake path makes SQLite build a
+/// temporary b-tree (a CHECK with an IN list of more than two values did,
+/// for every row).
+#[tokio::test]
+async fn intake_inserts_build_no_temporary_btree() {
+    let (store, _dir) = store().await;
+    for sql in [
+        "INSERT INTO deliveries (forge, delivery_id, event, event_name, outcome, status_code, reason, \
+         repo, target, sender, detail, payload, received_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         ON CONFLICT (forge, delivery_id) WHERE outcome IN ('accepted', 'ignored') DO NOTHING",
+        "INSERT INTO jobs (delivery, kind, payload, target_key, state, max_attempts, run_at, created_at, updated_at) \
+         VALUES (?1, ?2, ?3, ?4, 'queued', ?5, ?6, ?6, ?6)",
+    ] {
+        let plan: Vec<String> = sqlx::query(&format!("EXPLAIN {sql}"))
+            .fetch_all(store.pool())
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get("opcode"))
+            .collect();
+        assert!(plan.iter().any(|o| o == "Insert"), "{plan:?}");
+        assert!(!plan.iter().any(|o| o == "OpenEphemeral"), "{sql}\n{plan:?}");
+    }
+}
+
+/// The intake writer keeps a transaction open while a sync runs: what it
+/// adds is visible to nobody until committed, and a rollback (after a
+/// failed delivery) takes back everything added since the last commit.
+#[tokio::test]
+async fn the_open_intake_transaction_is_all_or_nothing() {
+    let (store, _dir) = store().await;
+    let ids = |rows: Vec<forgehand_store::DeliveryRow>| {
+        let mut ids: Vec<_> = rows.into_iter().filter_map(|r| r.delivery_id).collect();
+        ids.sort();
+        ids
+    };
+    let all = DeliveryQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    let mut log = store.intake_log().unwrap();
+
+    log.add(&[delivery("a", Outcome::Accepted, 1)]).unwrap();
+    log.add(&[delivery("b", Outcome::Accepted, 1)]).unwrap();
+    assert!(
+        ids(store.list_deliveries(&all).await.unwrap()).is_empty(),
+        "uncommitted deliveries are visible"
+    );
+    log.rollback();
+    log.commit().unwrap();
+    assert!(ids(store.list_deliveries(&all).await.unwrap()).is_empty());
+
+    log.add(&[delivery("c", Outcome::Accepted, 1)]).unwrap();
+    log.add(&[delivery("d", Outcome::Accepted, 0)]).unwrap();
+    log.commit().unwrap();
+    assert_eq!(ids(store.list_deliveries(&all).await.unwrap()), ["c", "d"]);
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(jobs, 1);
+}
+
+/// The intake keeps a transaction open while its sync runs and opens the
+/// next one as soon as a delivery comes, so under a steady stream of
+/// webhooks the database's write lock is rarely free. A worker's writes
+/// (claiming a job, extending its lease, finishing it) must still get
+/// their turn within a few batches (a few ms here), not wait for SQLite's
+/// 10 s busy timeout or fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
+    use forgehand_store::{Finish, IntakeWriter};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    async fn in_time<T>(what: &str, write: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(3), write)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("{what} waited more than 3 s for the intake to let go of the database")
+            })
+    }
+
+    let (store, _dir) = store().await;
+    store
+        .record_deliveries(&[delivery("first", Outcome::Accepted, 1)])
+        .await
+        .unwrap();
+    let writer = IntakeWriter::spawn(
+        store.intake_log().unwrap(),
+        64,
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let recorded = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (0..16)
+        .map(|sender| {
+            let (writer, stop, recorded) = (writer.clone(), stop.clone(), recorded.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let id = format!("flood-{sender}-{n}");
+                    writer
+                        .record(delivery(&id, Outcome::Accepted, 0))
+                        .await
+                        .unwrap();
+                    recorded.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    while recorded.load(Ordering::Relaxed) < 500 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let lease = Duration::from_secs(60);
+    let job = in_time("claiming a job", store.claim_job("w1", lease))
+        .await
+        .unwrap()
+        .expect("the first delivery's job is waiting");
+    let kept = in_time("a heartbeat", store.heartbeat(&job, "w1", lease)).await;
+    assert!(kept.unwrap());
+    let done = Finish::Succeeded {
+        result: serde_json::json!({}),
+    };
+    let finished = in_time("finishing the job", store.finish_job(&job, "w1", done)).await;
+    assert!(finished.unwrap());
+
+    stop.store(true, Ordering::Relaxed);
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    assert!(recorded.load(Ordering::Relaxed) > 500);
+}
+
+/// A reader that keeps a transaction open (an operator's `sqlite3`
+/// session, a slow report) must not hold up webhooks: the intake's
+/// checkpoint copies what it can and does not wait for the reader. It
+/// used to wait, under the intake's lock, for as long as the reader read
+/// (up to SQLite's 10 s busy timeout), with every webhook waiting behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
+    use forgehand_store::IntakeWriter;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    let (store, dir) = store().await;
+    let writer = IntakeWriter::spawn(
+        store.intake_log().unwrap(),
+        64,
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    for n in 0..20 {
+        let id = format!("before-{n}");
+        writer
+            .record(delivery(&id, Outcome::Accepted, 1))
+            .await
+            .unwrap();
+    }
+    let path = dir.path().join("s.db");
+    let (reading, read) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let connection = rusqlite::Connection::open(path).unwrap();
+        connection.execute_batch("BEGIN").unwrap();
+        let seen: i64 = connection
+            .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
+            .unwrap();
+        reading.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        connection.execute_batch("COMMIT").unwrap();
+        seen
+    });
+    read.recv().unwrap();
+
+    // Longer than the 50 ms between two checkpoints, shorter than the read.
+    let started = Instant::now();
+    let (mut sent, mut slowest) = (0, Duration::ZERO);
+    while started.elapsed() < Duration::from_millis(1200) {
+        let id = format!("during-{sent}");
+        let one = Instant::now();
+        writer
+            .record(delivery(&id, Outcome::Accepted, 1))
+            .await
+            .unwrap();
+        slowest = slowest.max(one.elapsed());
+        sent += 1;
+    }
+    assert_eq!(reader.join().unwrap(), 20);
+    assert!(
+        slowest < Duration::from_millis(500),
+        "a delivery waited {slowest:?} while a reader held a transaction ({sent} recorded)"
+    );
+}
+
+/// What cancelled a job is kept in its own column, whatever its error
+/// text says: a newer request supersedes, a stop stops; and a database
+/// from before the column had it filled in from the error text.
+#[tokio::test]
+async fn a_cancelled_job_keeps_its_cause() {
+    use forgehand_store::{CancelCause, JobLedger};
+    let (store, _dir) = store().await;
+    let recorded = store
+        .record_deliveries(&[delivery("x", Outcome::Accepted, 3)])
+        .await
+        .unwrap();
+    let Recorded::New { jobs, .. } = &recorded[0] else {
+        panic!("{recorded:?}")
+    };
+    let target = "github:acme/widgets#1";
+    assert_eq!(
+        store.supersede_waiting(target, jobs[1]).await.unwrap(),
+        vec![jobs[0]]
+    );
+    assert_eq!(
+        store
+            .request_stop(target, jobs[2] + 1, "stopped by @m")
+            .await
+            .unwrap(),
+        vec![jobs[1], jobs[2]]
+    );
+    let history = store.target_history(target, 10).await.unwrap();
+    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
+    assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
+    assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));
+    let listed = store.job(jobs[0]).await.unwrap().unwrap();
+    assert_eq!(listed.job.cancel_cause, Some(CancelCause::Superseded));
+    let shown = serde_json::to_value(&listed).unwrap();
+    assert_eq!(shown["cancel_cause"], "superseded");
+    assert_eq!(shown["kind"], "assigned");
+
+    // Before migration 0007: the cause was only in the error text.
+    let pool = store.pool();
+    sqlx::query("UPDATE jobs SET cancel_cause = NULL")
+        .execute(pool)
+        .await
+        .unwrap();
+    let backfill = include_str!("../migrations/0007_cancel_cause.sql");
+    let backfill = backfill.split_once(";\n").unwrap().1;
+    sqlx::raw_sql(backfill).execute(pool).await.unwrap();
+    let history = store.target_history(target, 10).await.unwrap();
+    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
+    assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
+}
