@@ -2,6 +2,10 @@
 # Builds Forgehand and starts `forgehand serve` on embedded defaults: a
 # SQLite file beside ./forgehand.toml. On the first run it writes that
 # file with fresh random secrets and prints what to enter on the forge.
+#
+# The sandbox backend is what production would use here: microVMs where
+# a trial microVM boots (built with the `microvm` feature), the namespace
+# backend otherwise. FORGEHAND_SANDBOX__BACKEND=namespace skips the probe.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 . "$repo/scripts/lib.sh"
@@ -13,8 +17,27 @@ host_file_table
 ensure_rust
 
 cd "$repo"
-echo "==> building forgehand (release)"
-cargo build --release --locked --bin forgehand
+echo "==> guest rootfs for the sandbox (images/build-rootfs; reused when up to date)"
+rootfs="$(guest_rootfs)"
+export FORGEHAND_SANDBOX__ROOTFS="${FORGEHAND_SANDBOX__ROOTFS:-$rootfs}"
+
+# microVMs need KVM and microsandbox's runtime pieces; whether a guest
+# boots is then decided by booting one (below), not by /dev/kvm alone.
+requested="${FORGEHAND_SANDBOX__BACKEND:-}"
+features=()
+if [ "$requested" != namespace ]; then
+  if [ ! -e /dev/kvm ]; then
+    echo "==> no /dev/kvm: the namespace sandbox backend"
+  elif microvm_pieces; then
+    features=(--features forgehand-bot/microvm)
+  else
+    echo "==> /dev/kvm is here but microsandbox's runtime pieces are not (above): the namespace"
+    echo "    backend for now; with them in place, run the quick start again to try microVMs"
+  fi
+fi
+
+echo "==> building forgehand (release${features[*]:+, ${features[*]}})"
+cargo build --release --locked --bin forgehand "${features[@]}"
 bin="${CARGO_TARGET_DIR:-$repo/target}/release/forgehand"
 
 config="${FORGEHAND_CONFIG:-$repo/forgehand.toml}"
@@ -31,14 +54,27 @@ if [ ! -f "$config" ]; then
 ==> wrote $config (mode 600) with fresh secrets:
     webhook secret (GitHub and Gitea): $secret
     operator API token:                $token
-    Point a webhook at http://<this host>:8080/webhooks/github (or /webhooks/gitea)
+    Then set server.public_url there (the address your forge reaches) and run
+      $bin setup github            (creates a GitHub App; or --repo OWNER/NAME with a token)
+      $bin setup gitea --repo OWNER/NAME
+    or point a webhook at http://<this host>:8080/webhooks/github (or /webhooks/gitea)
     with content type application/json and that secret.
 MSG
 fi
 
-echo "==> guest rootfs for the sandbox (images/build-rootfs; reused when up to date)"
-rootfs="$(guest_rootfs)"
-export FORGEHAND_SANDBOX__ROOTFS="${FORGEHAND_SANDBOX__ROOTFS:-$rootfs}"
+# An explicit FORGEHAND_SANDBOX__BACKEND stands (microvm then fails
+# closed where none boots); otherwise the probe decides.
+backend=namespace
+if [ ${#features[@]} -gt 0 ]; then
+  echo "==> boot probe: a trial microVM"
+  if microvm_boots "$bin" --config "$config"; then
+    echo "    a microVM booted: jobs run in microVMs"
+    backend=microvm
+  else
+    echo "    no microVM boots here (above): the namespace backend"
+  fi
+fi
+export FORGEHAND_SANDBOX__BACKEND="${requested:-$backend}"
 
 "$bin" check-config --config "$config" >/dev/null
 "$bin" doctor --config "$config" || true

@@ -83,3 +83,75 @@ guest_rootfs() {
   as_root bash "$repo/images/build-rootfs" "$out" >&2
   echo "$out"
 }
+
+# container_packages: podman with runc (crun cannot run the sandbox's
+# nested namespaces on every host, these among them) to build and run
+# the container image, and docker-compose, which parses
+# deploy/compose.yaml in the tests.
+container_packages() {
+  apt_install podman runc docker-compose
+}
+
+# container_base: the offline image build's base (deploy/image.sh base):
+# Debian with the runtime's packages, debootstrapped once into a tarball
+# cached under /var/cache/forgehand/container-base, imported as
+# localhost/forgehand-base:bookworm. No container registry is involved.
+container_base() {
+  as_root bash "$repo/deploy/image.sh" base
+}
+
+# k8s_validator: kubernetes-validate from PyPI, which bundles the
+# Kubernetes API's schemas (manifests are checked offline), in a venv of
+# its own under /var/cache/forgehand/tools; its path goes to stdout.
+K8S_VALIDATE_VERSION=1.37.0
+k8s_validator() {
+  local venv=/var/cache/forgehand/tools/kubernetes-validate-$K8S_VALIDATE_VERSION
+  if [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    apt_install python3-venv >&2
+    echo "==> installing kubernetes-validate $K8S_VALIDATE_VERSION (PyPI) into $venv" >&2
+    as_root /usr/bin/python3 -m venv "$venv" >&2
+    as_root "$venv/bin/pip" install -q "kubernetes-validate==$K8S_VALIDATE_VERSION" >&2
+  fi
+  echo "$venv/bin/kubernetes-validate"
+}
+
+# microvm_pieces: whether microsandbox's runtime pieces are here (the
+# microvm backend needs them besides KVM); when not, says on stderr what
+# is missing and how to get each, and returns 1. Looked for where
+# Forgehand looks: FORGEHAND_SANDBOX__*_PATH, microsandbox's MSB_*, else
+# ~/.microsandbox.
+microvm_pieces() {
+  local home="${MSB_HOME:-$HOME/.microsandbox}" missing=0
+  local msb="${FORGEHAND_SANDBOX__MSB_PATH:-${MSB_PATH:-$home/bin/msb}}"
+  local krunfw="${FORGEHAND_SANDBOX__LIBKRUNFW_PATH:-${MSB_LIBKRUNFW_PATH:-$home/lib/libkrunfw.so.5.6.1}}"
+  local agentd="${FORGEHAND_SANDBOX__AGENTD_PATH:-${MSB_AGENTD_PATH:-}}"
+  if [ ! -x "$msb" ]; then
+    echo "    msb (the microsandbox runtime) is not at $msb: cargo install microsandbox-cli --version 0.7.13 --no-default-features --features net, then set FORGEHAND_SANDBOX__MSB_PATH" >&2
+    missing=1
+  fi
+  if [ ! -f "$krunfw" ]; then
+    echo "    libkrunfw (the guest kernel) is not at $krunfw: take libkrunfw.so.5.6.1 from a microsandbox 0.7.13 release, then set FORGEHAND_SANDBOX__LIBKRUNFW_PATH" >&2
+    missing=1
+  fi
+  if [ -z "$agentd" ] || [ ! -x "$agentd" ]; then
+    echo "    agentd (the guest agent) is not set: build crate microsandbox-agentd 0.7.13 for x86_64-unknown-linux-musl, then set FORGEHAND_SANDBOX__AGENTD_PATH" >&2
+    missing=1
+  fi
+  return "$missing"
+}
+
+# microvm_boots BIN [ARGS...]: the boot probe. `forgehand doctor` with
+# sandbox.backend = "microvm" boots a trial microVM from the guest rootfs
+# and runs `true` in it; only that shows this host's KVM runs a guest
+# (/dev/kvm can be there and boot nothing). Returns 0 when it did; else
+# prints doctor's verdict on the microvm backend on stderr.
+microvm_boots() {
+  local bin="$1" report
+  shift
+  report="$(FORGEHAND_SANDBOX__BACKEND=microvm "$bin" doctor "$@" 2>&1 || true)"
+  if printf '%s\n' "$report" | grep -q '^backend microvm *usable'; then
+    return 0
+  fi
+  printf '%s\n' "$report" | grep '^backend microvm' >&2 || printf '%s\n' "$report" >&2
+  return 1
+}

@@ -9,6 +9,7 @@ base_packages
 sandbox_packages
 sandbox_user
 git_server_packages
+container_packages
 ensure_rust
 
 testdata="$repo/../shared/testdata"
@@ -21,6 +22,12 @@ fi
 echo "==> guest rootfs (images/build-rootfs)"
 FORGEHAND_TEST_ROOTFS="$(guest_rootfs)"
 export FORGEHAND_TEST_ROOTFS
+
+# tests/tests/container.rs builds the image offline from this base;
+# deploy_manifests.rs validates the Kubernetes manifests with it.
+echo "==> container image base (deploy/image.sh base) and kubernetes-validate"
+container_base
+k8s_validator >/dev/null
 
 cd "$repo"
 echo "==> cargo fmt --check"

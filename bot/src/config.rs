@@ -197,7 +197,11 @@ impl Config {
                 .separator("__")
                 .source(Some(overlay)),
         );
-        let config: Config = builder.build()?.try_deserialize()?;
+        let mut config: Config = builder.build()?.try_deserialize()?;
+        // A GitHub App that `forgehand setup github` created and stored is
+        // used when the configuration names no other credential.
+        crate::github_app::adopt(&mut config.github)
+            .map_err(|problem| ConfigError::Invalid(vec![problem]))?;
         config.validate()?;
         Ok(config)
     }
@@ -269,6 +273,9 @@ impl Config {
         if self.api.token.is_none() {
             warnings.push("api.token is not set: the operator API (/api/*) is off".into());
         }
+        if let Some(warning) = crate::github_app::shadowed(&self.github) {
+            warnings.push(warning);
+        }
         warnings
     }
 
@@ -279,6 +286,22 @@ impl Config {
 }
 
 const REDACTED: &str = "<redacted>";
+
+/// What is wrong with `url` as a base address (`https://host[/path]`):
+/// another scheme, credentials, a query or a fragment.
+fn base_url_problem(url: &str) -> Result<(), &'static str> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL")?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err("is not an http(s) URL with a host");
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("must not hold credentials");
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("must not have a query or a fragment");
+    }
+    Ok(())
+}
 
 fn redact_url(url: &str) -> String {
     match url.split_once('@') {

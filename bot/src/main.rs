@@ -3,7 +3,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use forgehand_bot::cli::run::{self, RunArgs};
-use forgehand_bot::cli::{doctor, sandbox_exec, SandboxExecArgs};
+use forgehand_bot::cli::{doctor, sandbox_exec, setup, SandboxExecArgs};
 use forgehand_bot::config::{Config, ConfigFile};
 use forgehand_bot::model::Provider;
 use forgehand_bot::{service, telemetry};
@@ -34,11 +34,20 @@ enum Command {
     Serve,
     /// Validate the configuration and print it, secrets redacted.
     CheckConfig,
-    /// Check each sandbox backend and the guest rootfs; say what jobs would use.
-    Doctor,
+    /// Check each sandbox backend and the guest rootfs, say what jobs would
+    /// use; check the forge's credentials and that server.public_url answers.
+    Doctor {
+        /// Also check this repository (OWNER/NAME): the App installed, the
+        /// webhook registered, the trigger label there.
+        #[arg(long)]
+        repo: Option<String>,
+    },
     /// Sandboxes by hand.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Set a forge up for Forgehand: a GitHub App, or a repository's webhook and label.
+    #[command(subcommand)]
+    Setup(SetupCommand),
     /// Run the agent on a local repository, no forge involved: it works on
     /// a new branch, and the diff, cost, turns and transcript are printed.
     Run {
@@ -67,6 +76,39 @@ enum Command {
         /// Print one JSON object instead of the diff and a summary.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SetupCommand {
+    /// Without --repo: create Forgehand's GitHub App from a manifest (a
+    /// one-time link to the set-up page is printed). With --repo (token
+    /// mode): check the token, create or update the repository's webhook
+    /// and the trigger label, and see a test ping answered.
+    Github {
+        /// The organization that will own the App (default: your account).
+        #[arg(long, conflicts_with = "repo")]
+        org: Option<String>,
+        /// Token mode: the repository to wire, OWNER/NAME.
+        #[arg(long)]
+        repo: Option<String>,
+        /// The App's name (default: bot.username).
+        #[arg(long, conflicts_with = "repo")]
+        name: Option<String>,
+        /// Print the link and exit instead of waiting for the App.
+        #[arg(long, conflicts_with = "repo")]
+        no_wait: bool,
+    },
+    /// Check the token, create or update the webhook (of a repository or
+    /// of an organization) and the trigger label, and see a test delivery
+    /// answered.
+    Gitea {
+        /// The repository, OWNER/NAME.
+        #[arg(long, required_unless_present = "org", conflicts_with = "org")]
+        repo: Option<String>,
+        /// The organization: its webhook covers all its repositories.
+        #[arg(long)]
+        org: Option<String>,
     },
 }
 
@@ -107,9 +149,9 @@ fn main() -> ExitCode {
             eprintln!("configuration is valid");
             ExitCode::SUCCESS
         }
-        Command::Doctor => {
+        Command::Doctor { repo } => {
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-            match runtime.block_on(doctor(&config, &mut std::io::stdout())) {
+            match runtime.block_on(doctor(&config, repo.as_deref(), &mut std::io::stdout())) {
                 Ok(0) => ExitCode::SUCCESS,
                 Ok(_) => ExitCode::FAILURE,
                 Err(error) => {
@@ -187,6 +229,16 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+        Command::Setup(command) => {
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            match runtime.block_on(setup(&config, command)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("forgehand: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Serve => {
             telemetry::init(&config.log);
             tracing::info!("{}", ConfigFile::describe(file.as_ref()));
@@ -203,6 +255,39 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+async fn setup(config: &Config, command: SetupCommand) -> Result<(), setup::Stop> {
+    use forgehand_forge::admin::Scope;
+    let scope = |r: Result<Scope, forgehand_forge::admin::SetupError>| {
+        r.map_err(|e| setup::Stop(e.to_string()))
+    };
+    let out = &mut std::io::stdout();
+    match command {
+        SetupCommand::Github {
+            repo: Some(repo), ..
+        } => {
+            let scope = scope(Scope::repo(&repo))?;
+            setup::setup_token_mode(config, setup::TokenForge::GitHub, scope, out).await
+        }
+        SetupCommand::Github {
+            org,
+            name,
+            no_wait,
+            repo: None,
+        } => {
+            let args = setup::AppArgs { org, name, no_wait };
+            setup::setup_github_app(config, args, out).await
+        }
+        SetupCommand::Gitea { repo, org } => {
+            let scope = match (repo, org) {
+                (Some(repo), _) => scope(Scope::repo(&repo))?,
+                (None, Some(org)) => scope(Scope::org(&org))?,
+                (None, None) => unreachable!("clap requires --repo or --org"),
+            };
+            setup::setup_token_mode(config, setup::TokenForge::Gitea, scope, out).await
         }
     }
 }

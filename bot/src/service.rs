@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::config::{Config, DatabaseConfig};
+use crate::live::{Live, Rebuild, SwappableHandler};
 use crate::queue::{Backoff, JobHandler, QueueSettings, WorkerPool};
 use crate::sandboxes;
 use crate::server::{self, AppState};
@@ -59,7 +60,12 @@ pub async fn serve_on(
     runner: Runner,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let Runner { handler, sandbox } = runner;
+    let Runner {
+        handler,
+        sandbox,
+        rebuild,
+    } = runner;
+    let handler = Arc::new(SwappableHandler::new(handler));
     for warning in config.warnings() {
         warn!("{warning}");
     }
@@ -82,6 +88,13 @@ pub async fn serve_on(
         None => None,
     };
     let state = AppState::new(&config, store.clone(), intake).with_sandbox(sandbox);
+    let live = Live::new(
+        config.clone(),
+        state.github_secrets.clone(),
+        handler.clone(),
+        rebuild,
+    );
+    let state = state.with_live(Arc::new(live));
     let pruning = CancellationToken::new();
     let pruner = tokio::spawn(prune_periodically(
         store.clone(),
@@ -169,6 +182,9 @@ pub async fn shutdown_signal() {
 pub struct Runner {
     pub handler: Arc<dyn JobHandler>,
     pub sandbox: Option<sandboxes::SandboxStatus>,
+    /// Makes the handler again for a changed configuration (a GitHub App
+    /// created while serving); `None` when it does not use the forges.
+    pub rebuild: Option<Rebuild>,
 }
 
 impl Runner {
@@ -177,6 +193,7 @@ impl Runner {
         Runner {
             handler: Arc::new(crate::queue::LoggingHandler),
             sandbox: None,
+            rebuild: None,
         }
     }
 }
@@ -190,9 +207,13 @@ async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxSt
             "unmounted working copies left by a process that died"
         );
     }
-    sandboxes::prepare(&config.sandbox)
-        .await
-        .context("no sandbox for the agent's tools (see `forgehand doctor`)")
+    sandboxes::prepare(&config.sandbox).await.map_err(|error| {
+        let hints: String = crate::container::hints(&config.sandbox)
+            .iter()
+            .map(|h| format!("\n  {h}"))
+            .collect();
+        anyhow::anyhow!("no sandbox for the agent's tools (see `forgehand doctor`): {error}{hints}")
+    })
 }
 
 /// What runs the jobs of `forgehand serve`: the pipeline, on the sandbox
@@ -203,6 +224,27 @@ pub async fn job_runner(config: &Config) -> anyhow::Result<Runner> {
         return Ok(Runner::logging());
     }
     let status = prepare_sandbox(config).await?;
+    let github_signs_in = config.github.token.is_some() || config.github.app_id.is_some();
+    if !github_signs_in && config.gitea.base_url.is_none() {
+        warn!("no forge API is configured (github.token or github.app_id, gitea.base_url + gitea.token): jobs will fail saying so");
+    }
+    let handler = pipeline(config, &status)?;
+    let rebuild: Rebuild = {
+        let status = status.clone();
+        Arc::new(move |config: &Config| pipeline(config, &status))
+    };
+    Ok(Runner {
+        handler,
+        sandbox: Some(status),
+        rebuild: Some(rebuild),
+    })
+}
+
+/// The pipeline for `config`, on the sandbox this node settled on.
+fn pipeline(
+    config: &Config,
+    status: &sandboxes::SandboxStatus,
+) -> anyhow::Result<Arc<dyn JobHandler>> {
     let github: Option<Arc<dyn forgehand_forge::api::ForgeApi>> = match config.github.client() {
         Some(client) => Some(Arc::new(client.context("github")?)),
         None => None,
@@ -211,22 +253,15 @@ pub async fn job_runner(config: &Config) -> anyhow::Result<Runner> {
         Some(client) => Some(Arc::new(client.context("gitea")?)),
         None => None,
     };
-    if github.is_none() && gitea.is_none() {
-        warn!("no forge API is configured (github.token or github.app_id, gitea.base_url + gitea.token): jobs will fail saying so");
-    }
     let isolation = match &status.warning {
         Some(_) => format!("{} sandbox, shared kernel", status.backend.name()),
         None => format!("{} sandbox", status.backend.name()),
     };
-    let pipeline = crate::pipeline::Pipeline::new(
+    Ok(Arc::new(crate::pipeline::Pipeline::new(
         config.clone(),
         github,
         gitea,
         status.backend.clone(),
         isolation,
-    );
-    Ok(Runner {
-        handler: Arc::new(pipeline),
-        sandbox: Some(status),
-    })
+    )))
 }

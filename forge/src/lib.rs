@@ -3,6 +3,7 @@
 //! payloads become, the API clients, and the one model of issues, pull
 //! requests, comments and people that payloads and API answers share.
 
+pub mod admin;
 pub mod api;
 pub mod event;
 pub mod git;

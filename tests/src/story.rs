@@ -58,7 +58,51 @@ impl Story {
         Self::start_inner(Kind::GitHub, script, &[], true).await
     }
 
+    /// Like [`Story::start_with`], but nothing is wired on the forge yet:
+    /// no webhook (what `forgehand setup` is for). `server.public_url` is
+    /// where Forgehand listens, and `github.web_url` the fake GitHub's
+    /// pages. With `no_github_credential`, no GitHub token or webhook
+    /// secret either: the App that `forgehand setup github` creates
+    /// brings them.
+    pub async fn start_unwired(
+        kind: Kind,
+        script: Vec<Step>,
+        env: &[(&str, &str)],
+        no_github_credential: bool,
+    ) -> Story {
+        let mut story = Self::build(kind, script, env, false).await;
+        let base = story.base.clone();
+        story
+            .env
+            .push(("FORGEHAND_SERVER__PUBLIC_URL".into(), base));
+        if kind == Kind::GitHub && no_github_credential {
+            story.env.retain(|(k, _)| {
+                k != "FORGEHAND_GITHUB__TOKEN" && k != "FORGEHAND_GITHUB__WEBHOOK_SECRET"
+            });
+        }
+        if kind == Kind::GitHub {
+            let web = story.forge.base_url.clone();
+            story.env.push(("FORGEHAND_GITHUB__WEB_URL".into(), web));
+        }
+        story.start_forgehand().await;
+        story
+    }
+
     async fn start_inner(kind: Kind, script: Vec<Step>, env: &[(&str, &str)], app: bool) -> Story {
+        let mut story = Self::build(kind, script, env, app).await;
+        story.start_forgehand().await;
+        let hook = match kind {
+            Kind::GitHub => "github",
+            Kind::Gitea => "gitea",
+        };
+        story
+            .forge
+            .add_webhook(&format!("{}/webhooks/{hook}", story.base), WEBHOOK_SECRET);
+        story
+    }
+
+    /// Everything but Forgehand started.
+    async fn build(kind: Kind, script: Vec<Step>, env: &[(&str, &str)], app: bool) -> Story {
         let dir = tempfile::tempdir().unwrap();
         let project = ServedProject::start(kind, dir.path()).await;
         let forge = FakeForge::start(kind).await.unwrap();
@@ -104,7 +148,7 @@ impl Story {
         if app {
             env.retain(|(k, _)| k != "FORGEHAND_GITHUB__TOKEN");
         }
-        let mut story = Story {
+        Story {
             kind,
             bot_login,
             env,
@@ -115,16 +159,51 @@ impl Story {
             forgehand: None,
             base: format!("http://127.0.0.1:{port}"),
             client: reqwest::Client::new(),
-        };
-        story.start_forgehand().await;
-        let hook = match kind {
-            Kind::GitHub => "github",
-            Kind::Gitea => "gitea",
-        };
-        story
-            .forge
-            .add_webhook(&format!("{}/webhooks/{hook}", story.base), WEBHOOK_SECRET);
-        story
+        }
+    }
+
+    /// Where Forgehand listens: `http://127.0.0.1:<port>`.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The webhook secret the story configures for the forge.
+    pub fn webhook_secret(&self) -> &'static str {
+        WEBHOOK_SECRET
+    }
+
+    /// The operator API's token.
+    pub fn api_token(&self) -> &'static str {
+        API_TOKEN
+    }
+
+    /// `forgehand ARGS…` with serve's settings and working directory,
+    /// run to its end.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        self.cli_command(args)
+            .output()
+            .expect("the forgehand binary runs")
+    }
+
+    /// `forgehand ARGS…` started with serve's settings, its stdout piped.
+    pub fn spawn_cli(&self, args: &[&str]) -> Child {
+        self.cli_command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the forgehand binary starts")
+    }
+
+    fn cli_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(forgehand_binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null());
+        command
     }
 
     /// Starts `forgehand serve` and waits until it answers `/readyz`.

@@ -5,12 +5,18 @@ use std::io::Write;
 
 use forgehand_sandbox::Readiness;
 
+use super::doctor_forge::Verdict;
 use crate::config::Config;
 use crate::sandboxes;
 
 /// Prints the report; returns the exit status: 0 when the configured
-/// backend can run jobs and the rootfs is there, 1 otherwise.
-pub async fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<i32> {
+/// backend can run jobs, the rootfs is there and the forge checks found
+/// no problem (`repo` adds that repository's), 1 otherwise.
+pub async fn doctor(
+    config: &Config,
+    repo: Option<&str>,
+    out: &mut impl Write,
+) -> std::io::Result<i32> {
     let (checks, chosen) = sandboxes::doctor(&config.sandbox).await;
     let mut healthy = true;
     for check in &checks {
@@ -49,7 +55,21 @@ pub async fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<i3
                 out,
                 "sandbox.backend = \"{configured}\": jobs cannot run: {error}"
             )?;
+            for hint in crate::container::hints(&config.sandbox) {
+                writeln!(out, "{hint}")?;
+            }
         }
+    }
+    for line in super::doctor_forge::checks(config, repo).await {
+        let (mark, detail) = match &line.verdict {
+            Verdict::Ok(d) => ("ok", d),
+            Verdict::Problem(d) => {
+                healthy = false;
+                ("PROBLEM", d)
+            }
+            Verdict::Note(d) => ("note", d),
+        };
+        writeln!(out, "{:<18} {mark}: {detail}", line.what)?;
     }
     Ok(if healthy { 0 } else { 1 })
 }

@@ -1,8 +1,10 @@
 //! Subcommands beyond `serve`: what operators run by hand.
 
 mod doctor;
+mod doctor_forge;
 pub mod run;
 mod sandbox_exec;
+pub mod setup;
 
 pub use doctor::doctor;
 pub use sandbox_exec::{sandbox_exec, SandboxExecArgs};

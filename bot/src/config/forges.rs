@@ -24,6 +24,13 @@ pub struct GitHubConfig {
     /// `https://api.github.com`, or an Enterprise server's
     /// `https://host/api/v3`.
     pub api_url: String,
+    /// GitHub's web pages: `https://github.com`, or an Enterprise
+    /// server's `https://host`. The App manifest is posted there.
+    pub web_url: String,
+    /// Where `forgehand setup github` keeps the App it created (its id,
+    /// private key and webhook secret, owner-only) and its one-time
+    /// set-up links. Read at start when no other credential is set.
+    pub app_dir: PathBuf,
     /// As a GitHub App: its id and the path of its private key (PEM).
     pub app_id: Option<u64>,
     pub private_key_path: Option<PathBuf>,
@@ -58,6 +65,8 @@ impl Default for GitHubConfig {
         GitHubConfig {
             webhook_secret: Vec::new(),
             api_url: "https://api.github.com".into(),
+            web_url: "https://github.com".into(),
+            app_dir: PathBuf::from("forgehand-data/github-app"),
             app_id: None,
             private_key_path: None,
             token: None,
@@ -88,12 +97,20 @@ impl GitHubConfig {
         Some(GitHubClient::new(&self.api_url, auth))
     }
 
+    /// `github.web_url` without its trailing slash.
+    pub fn web_url(&self) -> &str {
+        self.web_url.trim_end_matches('/')
+    }
+
     pub(super) fn problems(&self, problems: &mut Vec<String>) {
         if !self.api_url.starts_with("http://") && !self.api_url.starts_with("https://") {
             problems.push(format!(
                 "github.api_url: `{}` is not an http(s) URL",
                 self.api_url
             ));
+        }
+        if let Err(problem) = super::base_url_problem(&self.web_url) {
+            problems.push(format!("github.web_url: `{}` {problem}", self.web_url));
         }
         if self.app_id.is_some() != self.private_key_path.is_some() {
             problems.push(

@@ -20,6 +20,10 @@ const MAX_RETENTION_DAYS: u32 = 36_500;
 pub struct ServerConfig {
     /// Address the HTTP server binds.
     pub listen: String,
+    /// The address the forges and people reach Forgehand at
+    /// (`https://forgehand.example.com`): webhook URLs, the set-up pages'
+    /// redirects, links. Unset: the set-up commands say to set it.
+    pub public_url: Option<String>,
     /// Largest webhook body accepted, in bytes.
     pub max_body_bytes: usize,
     /// How long a stopping server waits for running jobs before it
@@ -85,6 +89,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: "127.0.0.1:8080".into(),
+            public_url: None,
             // What GitHub sends at most.
             max_body_bytes: 25 * 1024 * 1024,
             shutdown_grace_secs: 30,
@@ -134,12 +139,22 @@ impl ServerConfig {
         Duration::from_millis(self.connection_wait_ms)
     }
 
+    /// `server.public_url` without its trailing slash, when set.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref().map(|u| u.trim_end_matches('/'))
+    }
+
     pub(super) fn problems(&self, problems: &mut Vec<String>) {
         if self.listen.parse::<SocketAddr>().is_err() {
             problems.push(format!(
                 "server.listen: `{}` is not an address like 127.0.0.1:8080",
                 self.listen
             ));
+        }
+        if let Some(url) = &self.public_url {
+            if let Err(problem) = super::base_url_problem(url) {
+                problems.push(format!("server.public_url: `{url}` {problem}"));
+            }
         }
         if self.max_body_bytes < 1024 {
             problems.push("server.max_body_bytes: must be at least 1024".into());
@@ -283,6 +298,36 @@ mod tests {
                 "{key} not in {found:#?}"
             );
         }
+    }
+
+    #[test]
+    fn public_and_web_urls_are_plain_http_addresses() {
+        for bad in [
+            "ftp://fh.example",
+            "https://user:pw@fh.example",
+            "https://fh.example/?a=1",
+            "https://fh.example/#x",
+            "fh.example",
+        ] {
+            let found = problems(|c| {
+                c.server.public_url = Some(bad.into());
+                c.github.web_url = bad.into();
+            });
+            for key in ["server.public_url", "github.web_url"] {
+                assert!(
+                    found.iter().any(|p| p.starts_with(key)),
+                    "{bad}: {key} not in {found:#?}"
+                );
+            }
+        }
+        let mut c = Config::default();
+        assert_eq!(c.github.web_url(), "https://github.com");
+        assert_eq!(c.server.public_url(), None);
+        c.server.public_url = Some("https://fh.example/forgehand/".into());
+        c.github.web_url = "https://ghe.example/".into();
+        assert_eq!(c.validate().map_err(|e| e.to_string()), Ok(()));
+        assert_eq!(c.server.public_url(), Some("https://fh.example/forgehand"));
+        assert_eq!(c.github.web_url(), "https://ghe.example");
     }
 
     #[test]

@@ -9,6 +9,8 @@ mod listener;
 mod metrics;
 mod refusals;
 mod replay;
+mod secrets;
+mod setup;
 mod webhook;
 
 use crate::sandboxes::SandboxStatus;
@@ -23,6 +25,7 @@ pub use body::BodyBudget;
 pub use listener::{serve, HttpLimits};
 pub use metrics::Metrics;
 pub use refusals::{TokenBucket, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES, MAX_REASON_BYTES};
+pub use secrets::SecretSet;
 
 use crate::config::{Config, DatabaseConfig};
 use crate::store::{IntakeWriter, Store};
@@ -44,8 +47,9 @@ pub struct AppState {
     pub intake: IntakeWriter,
     pub metrics: Arc<Metrics>,
     pub bot: BotIdentity,
-    pub github_secrets: Arc<Vec<SecretString>>,
-    pub gitea_secrets: Arc<Vec<SecretString>>,
+    /// GitHub's grow when the set-up page creates an App.
+    pub github_secrets: SecretSet,
+    pub gitea_secrets: SecretSet,
     pub api_token: Option<Arc<SecretString>>,
     pub webhooks: Arc<WebhookLimits>,
     /// Bytes of webhook bodies held at once, all requests together.
@@ -57,6 +61,11 @@ pub struct AppState {
     pub workers: usize,
     /// Set on nodes that run jobs.
     pub sandbox: Option<SandboxStatus>,
+    /// What may change while serving (a GitHub App the set-up page makes);
+    /// set by `service::serve_on`.
+    pub live: Option<Arc<crate::live::Live>>,
+    /// The set-up pages' sessions.
+    pub setup_sessions: Arc<setup::Sessions>,
 }
 
 impl AppState {
@@ -69,8 +78,8 @@ impl AppState {
                 username: config.bot.username.clone(),
                 label: config.bot.label.clone(),
             },
-            github_secrets: Arc::new(config.github.webhook_secret.clone()),
-            gitea_secrets: Arc::new(config.gitea.webhook_secret.clone()),
+            github_secrets: SecretSet::new(config.github.webhook_secret.clone()),
+            gitea_secrets: SecretSet::new(config.gitea.webhook_secret.clone()),
             api_token: config.api.token.clone().map(Arc::new),
             webhooks: Arc::new(WebhookLimits {
                 max_body_bytes: config.server.max_body_bytes,
@@ -86,11 +95,18 @@ impl AppState {
             keep_payloads: config.database.keep_payloads,
             workers: config.queue.workers,
             sandbox: None,
+            live: None,
+            setup_sessions: Arc::default(),
         }
     }
 
     pub fn with_sandbox(mut self, sandbox: Option<SandboxStatus>) -> Self {
         self.sandbox = sandbox;
+        self
+    }
+
+    pub fn with_live(mut self, live: Arc<crate::live::Live>) -> Self {
+        self.live = Some(live);
         self
     }
 }
@@ -100,6 +116,8 @@ pub fn router(state: AppState) -> Router {
         .route("/webhooks/github", post(webhook::github))
         .route("/webhooks/gitea", post(webhook::gitea))
         .route("/webhooks/forgejo", post(webhook::gitea))
+        .route("/setup/github", get(setup::page).post(setup::sign_in))
+        .route("/setup/github/callback", get(setup::callback))
         .nest("/api", api::router(state.clone()))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(api::readyz))

@@ -245,7 +245,7 @@ async fn understand(
     let body = body::read(body, limit, &state.body_budget, deadline)
         .await
         .map_err(|error| body_refusal(error, limit))?;
-    if signature::verify(&body, &signature, secrets).is_err() {
+    if signature::verify(&body, &signature, &secrets).is_err() {
         return Err(refuse(StatusCode::UNAUTHORIZED, "signature does not match"));
     }
 
@@ -278,14 +278,14 @@ async fn understand(
 }
 
 /// The secrets of the endpoint, if the delivery's headers belong there.
-fn secrets_for<'a>(
-    state: &'a AppState,
+fn secrets_for(
+    state: &AppState,
     gitea_endpoint: bool,
     read: &DeliveryHeaders,
-) -> Result<&'a [SecretString], Refusal> {
+) -> Result<std::sync::Arc<Vec<SecretString>>, Refusal> {
     match (gitea_endpoint, read.forge.is_gitea_family()) {
-        (false, false) => Ok(&state.github_secrets),
-        (true, true) => Ok(&state.gitea_secrets),
+        (false, false) => Ok(state.github_secrets.current()),
+        (true, true) => Ok(state.gitea_secrets.current()),
         (false, true) => Err(refuse_unread(
             StatusCode::BAD_REQUEST,
             "this is a Gitea/Forgejo delivery; point the webhook at /webhooks/gitea",

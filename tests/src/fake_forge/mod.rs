@@ -11,7 +11,9 @@
 
 mod gitea;
 mod github;
+mod manifest;
 mod paging;
+mod setup;
 pub mod state;
 pub mod webhooks;
 
@@ -75,6 +77,17 @@ impl FakeForge {
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                 let shared = shared.clone();
                 async move {
+                    if shared.kind == Kind::GitHub && manifest::is_web(uri.path()) {
+                        let mut state = shared.state.lock().unwrap();
+                        let query = uri.query().unwrap_or_default();
+                        return manifest::serve(
+                            &mut state,
+                            method.as_str(),
+                            uri.path(),
+                            query,
+                            &body,
+                        );
+                    }
                     match held(&shared, &method, &uri, &body) {
                         None => handle(&shared, method, uri, headers, body),
                         // Held at a stage boundary: the client waits until
@@ -93,6 +106,11 @@ impl FakeForge {
             },
         );
         let server = crate::local_server::LocalServer::start(app).await?;
+        {
+            let mut s = state.lock().unwrap();
+            s.web_base = server.base_url.clone();
+            s.web_user = "maintainer".into();
+        }
         let answered = Arc::new(tokio::sync::Notify::new());
         let deliverer = webhooks::start(state.clone(), &server.base_url, answered.clone());
         Ok(FakeForge {
@@ -154,13 +172,26 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let Some(user) = who(shared.kind, &state, authorization) else {
-        return (
-            StatusCode::UNAUTHORIZED,
-            Json(json!({"message": "Bad credentials"})),
-        )
-            .into_response();
+    // GitHub's manifest conversion takes no sign-in: its code is the
+    // credential.
+    let anonymous = shared.kind == Kind::GitHub
+        && authorization.is_empty()
+        && uri.path().starts_with("/app-manifests/");
+    let user = match who(shared.kind, &state, authorization) {
+        Some(user) => user,
+        None if anonymous => String::new(),
+        None => {
+            return (
+                StatusCode::UNAUTHORIZED,
+                Json(json!({"message": "Bad credentials"})),
+            )
+                .into_response()
+        }
     };
+    let token = authorization
+        .split_once(' ')
+        .map(|(_, t)| t.to_owned())
+        .unwrap_or_default();
     let body: Option<Value> = if body.is_empty() {
         None
     } else {
@@ -261,15 +292,29 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         args.get("owner").cloned().unwrap_or_default(),
         args.get("repo").cloned().unwrap_or_default()
     );
+    if shared.kind == Kind::Gitea {
+        if let Some(granted) = state.token_scopes.get(&token) {
+            let needed = setup::gitea_scope(&matched.method, &matched.template);
+            if !setup::covers(granted, &needed) {
+                return (
+                    StatusCode::FORBIDDEN,
+                    Json(json!({"message": format!("token does not have at least one of required scope(s): [{needed}]")})),
+                )
+                    .into_response();
+            }
+        }
+    }
     let request = Request {
         repo: &repo,
         user: &user,
+        token: &token,
         body: &body.unwrap_or(Value::Null),
         args: &args,
         query: &query,
     };
     // A GitHub App's own calls (JWT) act as the App, not a user.
-    if user.starts_with("app:") != matched.template.starts_with("/app/")
+    let app_call = matched.template == "/app" || matched.template.starts_with("/app/");
+    if user.starts_with("app:") != app_call
         && !(user.starts_with("app:") && matched.template.ends_with("/installation"))
     {
         return (
@@ -278,13 +323,40 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
         )
             .into_response();
     }
+    let (method, template) = (matched.method.as_str(), matched.template.as_str());
+    state.extra_headers.clear();
     let answer = match shared.kind {
-        Kind::Gitea => gitea::route(&mut state, &matched.method, &matched.template, &request),
-        Kind::GitHub => github::route(&mut state, &matched.method, &matched.template, &request),
+        Kind::Gitea => setup::gitea(&mut state, method, template, &request)
+            .unwrap_or_else(|| gitea::route(&mut state, method, template, &request)),
+        Kind::GitHub => setup::github(&mut state, method, template, &request)
+            .unwrap_or_else(|| github::route(&mut state, method, template, &request)),
     };
+    let extra = std::mem::take(&mut state.extra_headers);
     if let Some(f) = call_fault {
         return fault(f.status, f.retry_after);
     }
+    let mut response = respond(shared, answer, &matched, &headers, &uri, &query);
+    for (name, value) in extra {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::try_from(name),
+            axum::http::HeaderValue::try_from(value),
+        ) {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
+}
+
+/// The answer as the forge sends it: a list in pages where the
+/// description says the real API pages it.
+fn respond(
+    shared: &Shared,
+    answer: Answer,
+    matched: &crate::api_spec::Matched,
+    headers: &HeaderMap,
+    uri: &Uri,
+    query: &[(String, String)],
+) -> Response {
     match answer {
         Ok((StatusCode::OK, Value::Array(items))) if matched.method == "GET" => {
             let host = headers
@@ -295,7 +367,7 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
             let asked = paging::Asked {
                 origin: &origin,
                 path: uri.path(),
-                query: &query,
+                query,
             };
             let page = match shared.kind {
                 Kind::GitHub if matched.takes("per_page") => paging::github(items, &asked),
@@ -375,6 +447,9 @@ fn user_json(kind: Kind, login: &str) -> Value {
 struct Request<'a> {
     repo: &'a str,
     user: &'a str,
+    /// The credential the request carried (a token's scopes are looked
+    /// up by it).
+    token: &'a str,
     body: &'a Value,
     args: &'a HashMap<String, String>,
     /// The query, decoded, in order.

@@ -52,7 +52,54 @@ pub struct ForgeState {
     pub faults_served: u64,
     /// The registered hooks and every delivery sent to them.
     pub webhooks: super::webhooks::Webhooks,
+    /// Installation id → the App it belongs to (for Apps made from a
+    /// manifest, whose webhook hears only where they are installed).
+    pub installation_apps: HashMap<u64, u64>,
+    /// Labels made through the API, of repositories and organizations.
+    pub labels: Vec<FakeLabel>,
+    /// A token's scopes: Gitea's (`write:repository`…), enforced per call,
+    /// or a classic GitHub token's, sent as `X-OAuth-Scopes`. A token not
+    /// here may do everything.
+    pub token_scopes: HashMap<String, Vec<String>>,
+    /// GitHub Apps made from a manifest.
+    pub manifest_apps: Vec<ManifestApp>,
+    /// Who is signed in to the fake GitHub's web pages (owns an App made
+    /// without an organization).
+    pub web_user: String,
+    /// Where the fake's web pages are (its own address).
+    pub web_base: String,
+    /// Headers the answer being made carries (set by a route).
+    pub extra_headers: Vec<(String, String)>,
     next_id: u64,
+}
+
+/// A label made through the API.
+#[derive(Debug, Clone)]
+pub struct FakeLabel {
+    pub id: u64,
+    pub scope: super::webhooks::HookScope,
+    pub name: String,
+    pub color: String,
+    pub description: String,
+}
+
+/// A GitHub App made from a manifest on the fake's web page.
+#[derive(Debug, Clone)]
+pub struct ManifestApp {
+    pub id: u64,
+    pub slug: String,
+    pub name: String,
+    pub owner: String,
+    pub url: String,
+    /// What the browser brings back; good for one conversion.
+    pub code: String,
+    pub converted: bool,
+    pub webhook_secret: String,
+    pub pem: String,
+    pub permissions: serde_json::Map<String, serde_json::Value>,
+    pub events: serde_json::Value,
+    /// The manifest as posted.
+    pub manifest: serde_json::Value,
 }
 
 /// A failure the fake gives one kind of call.

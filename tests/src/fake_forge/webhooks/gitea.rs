@@ -39,6 +39,22 @@ pub(super) fn payload(
         p.body["action"] = json!(action);
         Some(p)
     };
+    if let Change::TestPush { .. } = change {
+        // Gitea's test delivery: a push of the default branch's last commit.
+        let rel = format!(
+            "{}/woodpecker-gitea/HookPush.json",
+            crate::testdata::GITEA_EXAMPLES
+        );
+        let mut body = crate::testdata::json(&rel);
+        body["repository"] = site.repository(&body["repository"]);
+        body["pusher"] = user(&body["pusher"], sender);
+        body["sender"] = user(&body["sender"], sender);
+        return Some(Payload {
+            event: "push".into(),
+            action: None,
+            body,
+        });
+    }
     let p = match change {
         // Gitea says only that the label set changed: `label_updated`
         // with the new set in the issue, no `label`.
@@ -124,7 +140,7 @@ pub(super) fn payload(
             p
         }
         // Gitea has no reply endpoint; a reply is part of a review.
-        Change::ReviewReply { .. } => return None,
+        Change::ReviewReply { .. } | Change::Ping { .. } | Change::TestPush { .. } => return None,
     };
     Some(p)
 }

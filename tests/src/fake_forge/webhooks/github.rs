@@ -160,6 +160,41 @@ pub(super) fn payload(
             });
             p
         }
+        Change::Ping { hook } => {
+            let h = s.webhooks.hooks.iter().find(|h| h.id == *hook)?;
+            let rel = format!("{}/ping/none.1.json", crate::testdata::GITHUB_EXAMPLES);
+            let mut body = crate::testdata::json(&rel);
+            body["hook_id"] = json!(hook);
+            let v = &mut body["hook"];
+            v["id"] = json!(hook);
+            v["active"] = json!(h.active);
+            v["events"] = json!(h.events);
+            v["config"] =
+                json!({"content_type": h.content_type, "insecure_ssl": "0", "url": h.url});
+            for key in ["url", "test_url", "ping_url"] {
+                if let Some(url) = v[key].as_str() {
+                    let tail = url.rsplit_once("/hooks/").map_or("", |(_, t)| t);
+                    let tail = tail.split_once('/').map_or("", |(_, t)| t);
+                    let end = if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("/{tail}")
+                    };
+                    v[key] = json!(format!(
+                        "{}/repos/{}/hooks/{hook}{end}",
+                        site.api, site.full
+                    ));
+                }
+            }
+            body["repository"] = site.repository(&body["repository"]);
+            body["sender"] = user(&body["sender"], sender);
+            return Some(Payload {
+                event: "ping".into(),
+                action: None,
+                body,
+            });
+        }
+        Change::TestPush { .. } => return None,
         Change::ReviewReply { comment } => {
             let c = site.review_comment(s, *comment)?;
             let pr = site.review(s, c.review_id)?.pr;

@@ -33,10 +33,41 @@ pub struct Webhooks {
 }
 
 #[derive(Debug, Clone)]
-struct Hook {
-    id: u64,
-    url: String,
-    secret: String,
+pub(in crate::fake_forge) struct Hook {
+    pub id: u64,
+    pub url: String,
+    pub secret: String,
+    /// Whose changes it hears: `None` for a hook a test added (every
+    /// repository), else one repository's or one organization's (made
+    /// through the API).
+    pub scope: Option<HookScope>,
+    pub events: Vec<String>,
+    pub active: bool,
+    pub content_type: String,
+}
+
+/// What a hook made through the API belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookScope {
+    Repo(String),
+    Org(String),
+    /// A GitHub App's webhook: it hears the repositories the App is
+    /// installed on.
+    App(u64),
+}
+
+impl Hook {
+    /// Whether a change in `repo` (where the App `installed` is
+    /// installed, if any) is delivered to it.
+    fn hears(&self, repo: &str, installed: Option<u64>) -> bool {
+        self.active
+            && match &self.scope {
+                None => true,
+                Some(HookScope::Repo(r)) => r == repo,
+                Some(HookScope::Org(org)) => repo.split('/').next() == Some(org.as_str()),
+                Some(HookScope::App(app)) => installed == Some(*app),
+            }
+    }
 }
 
 /// One delivery to one hook: what was sent and how it was answered.
@@ -95,13 +126,22 @@ impl ForgeState {
         };
         let Some(mut payload) = payload else { return };
         stamp_now(&mut payload.body, &change);
+        // A ping or a test delivery goes to its one hook.
+        let only = match &change {
+            Change::Ping { hook } | Change::TestPush { hook } => Some(*hook),
+            _ => None,
+        };
         // GitHub sends compact JSON; Gitea indents it (`json.MarshalIndent`).
         let body = match kind {
             Kind::GitHub => serde_json::to_vec(&payload.body),
             Kind::Gitea => serde_json::to_vec_pretty(&payload.body),
         }
         .expect("a JSON value serializes");
-        for hook in self.webhooks.hooks.clone() {
+        let installed = (self.installations.get(repo))
+            .and_then(|installation| self.installation_apps.get(installation))
+            .copied();
+        let hooks = self.webhooks.hooks.clone().into_iter();
+        for hook in hooks.filter(|h| only.map_or(h.hears(repo, installed), |id| h.id == id)) {
             let delivery_id = uuid::Uuid::new_v4().to_string();
             let headers = match kind {
                 Kind::GitHub => {
@@ -160,6 +200,43 @@ fn stamp_now(body: &mut serde_json::Value, change: &Change) {
 }
 
 impl Webhooks {
+    /// Registers `hook` under a new id; returns the id.
+    pub(in crate::fake_forge) fn add(&mut self, mut hook: Hook) -> u64 {
+        hook.id = 470_000_000 + self.hooks.len() as u64 + 1;
+        let id = hook.id;
+        self.hooks.push(hook);
+        id
+    }
+
+    /// The hooks made through the API for `scope`.
+    pub(in crate::fake_forge) fn of(&self, scope: &HookScope) -> Vec<&Hook> {
+        (self.hooks.iter())
+            .filter(|h| h.scope.as_ref() == Some(scope))
+            .collect()
+    }
+
+    pub(in crate::fake_forge) fn get_mut(&mut self, id: u64) -> Option<&mut Hook> {
+        self.hooks.iter_mut().find(|h| h.id == id)
+    }
+
+    /// Every hook made through the API: (scope, url, events, active).
+    pub fn api_hooks(&self) -> Vec<(HookScope, String, Vec<String>, bool)> {
+        (self.hooks.iter())
+            .filter_map(|h| {
+                let scope = h.scope.clone()?;
+                Some((scope, h.url.clone(), h.events.clone(), h.active))
+            })
+            .collect()
+    }
+
+    /// The secret a hook signs with (a test compares it to Forgehand's).
+    pub fn secret_of(&self, id: u64) -> Option<String> {
+        self.hooks
+            .iter()
+            .find(|h| h.id == id)
+            .map(|h| h.secret.clone())
+    }
+
     fn site(&self, kind: Kind, repo: &str) -> payload::Site {
         let (owner, name) = repo.split_once('/').unwrap_or((repo, repo));
         let (web, api) = match kind {
@@ -256,13 +333,27 @@ impl FakeForge {
     /// signed with `secret`. Returns the hook's id.
     pub fn add_webhook(&self, url: &str, secret: &str) -> u64 {
         self.with(|s| {
-            let id = 470_000_000 + s.webhooks.hooks.len() as u64 + 1;
-            s.webhooks.hooks.push(Hook {
-                id,
+            s.webhooks.add(Hook {
+                id: 0,
                 url: url.into(),
                 secret: secret.into(),
-            });
-            id
+                scope: None,
+                events: Vec::new(),
+                active: true,
+                content_type: "json".into(),
+            })
+        })
+    }
+
+    /// Installs the GitHub App `app` (made from a manifest) on `repo`, as
+    /// its install page would; returns the installation's id. From now on
+    /// the App's webhook hears `repo`.
+    pub fn install_app(&self, app: u64, repo: &str) -> u64 {
+        self.with(|s| {
+            let installation = 1_000 + s.id();
+            s.installations.insert(repo.into(), installation);
+            s.installation_apps.insert(installation, app);
+            installation
         })
     }
 

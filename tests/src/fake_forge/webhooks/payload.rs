@@ -45,6 +45,14 @@ pub(in crate::fake_forge) enum Change {
     ReviewReply {
         comment: u64,
     },
+    /// GitHub's `ping` to one hook, asked for through the API.
+    Ping {
+        hook: u64,
+    },
+    /// Gitea's test delivery to one hook: a `push`.
+    TestPush {
+        hook: u64,
+    },
 }
 
 /// A delivery's event header, action and body.
