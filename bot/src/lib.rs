@@ -7,6 +7,7 @@ pub mod cli;
 pub mod command;
 pub mod config;
 pub mod container;
+pub mod environment;
 pub mod github_app;
 pub mod host_secrets;
 pub mod job;

@@ -30,6 +30,7 @@ use forgehand_sandbox::{
 };
 
 use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
+use crate::egress::{Egress, Policy, PolicyError, Summary};
 use crate::spec::{Declared, EnvKey};
 
 /// The port the proxy is reached at, on the sandbox's own loopback.
@@ -39,12 +40,6 @@ pub const PROXY_PORT: u16 = 3128;
 /// with extra certificates configured, the layer holds the guest's and
 /// them, at the same path.
 const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
-
-/// Serves the setup sandbox's one door: the egress proxy on the listener,
-/// until the task is aborted.
-pub trait Door: Send + Sync {
-    fn serve(&self, listener: tokio::net::TcpListener) -> tokio::task::JoinHandle<()>;
-}
 
 /// What an environment is built from.
 pub struct Setup<'a> {
@@ -64,7 +59,8 @@ pub struct Setup<'a> {
     pub limits: Limits,
     /// The size of the file system the environment is built on.
     pub disk_mib: u64,
-    pub door: &'a dyn Door,
+    /// What the one door (the egress proxy) lets through.
+    pub egress: &'a Policy,
 }
 
 /// A built and kept environment.
@@ -73,6 +69,8 @@ pub struct Built {
     pub env: InUse,
     /// The end of what setup printed.
     pub output: String,
+    /// What the setup reached through the egress, and what was refused.
+    pub egress: Summary,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +81,8 @@ pub enum SetupError {
     Setup { status: ExitStatus, output: String },
     #[error("the setup sandbox: {0}")]
     Sandbox(#[from] SandboxError),
+    #[error("the egress proxy: {0}")]
+    Egress(#[from] PolicyError),
     #[error(transparent)]
     Cache(#[from] CacheError),
     #[error("building the environment: {0}")]
@@ -107,12 +107,13 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
     let building = cache.building(setup.key.as_str())?;
     let scratch = Scratch::create(&building, setup).await?;
     let mut output = String::new();
+    let mut egress = Summary::default();
     let layer = setup.declared.packages.is_empty() && setup.ca_bundle.is_none();
     if !layer {
-        output.push_str(&packages(setup, &scratch).await?);
+        output.push_str(&packages(setup, &scratch, &mut egress).await?);
     }
     if let Some(command) = &setup.declared.setup {
-        output.push_str(&run_setup(setup, &scratch, command).await?);
+        output.push_str(&run_setup(setup, &scratch, command, &mut egress).await?);
     }
     scratch.keep_into(&building.dir)?;
     drop(scratch);
@@ -133,7 +134,11 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
         setup_secs: started.elapsed().as_secs_f64(),
     };
     let env = cache.keep(building, info)?;
-    Ok(Built { env, output })
+    Ok(Built {
+        env,
+        output,
+        egress,
+    })
 }
 
 /// The size-limited file system an environment is built on, and its
@@ -265,7 +270,11 @@ fi
 echo "forgehand: $(wc -l < "$W/wanted" 2>/dev/null || echo 0) packages extracted"
 "#;
 
-async fn packages(setup: &Setup<'_>, scratch: &Scratch) -> Result<String, SetupError> {
+async fn packages(
+    setup: &Setup<'_>,
+    scratch: &Scratch,
+    egress: &mut Summary,
+) -> Result<String, SetupError> {
     let spec = SandboxSpec {
         rootfs: setup.image.to_owned(),
         workspace: scratch.sized.path().to_owned(),
@@ -284,7 +293,7 @@ async fn packages(setup: &Setup<'_>, scratch: &Scratch) -> Result<String, SetupE
             if setup.ca_bundle.is_some() { "1" } else { "0" },
         )
         .stdin(setup.ca_bundle.unwrap_or_default().to_vec());
-    let out = in_sandbox(setup, spec, request).await?;
+    let out = in_sandbox(setup, spec, request, egress).await?;
     if !out.status.success() {
         return Err(SetupError::Packages {
             status: out.status,
@@ -303,6 +312,7 @@ async fn run_setup(
     setup: &Setup<'_>,
     scratch: &Scratch,
     command: &str,
+    egress: &mut Summary,
 ) -> Result<String, SetupError> {
     let layer = scratch.path("rootfs");
     let rootfs_merged = scratch.path("rootfs-merged");
@@ -334,7 +344,7 @@ async fn run_setup(
         env: setup_env(setup),
         limits: setup.limits.clone(),
     };
-    let out = in_sandbox(setup, spec, ExecRequest::shell(command)).await;
+    let out = in_sandbox(setup, spec, ExecRequest::shell(command), egress).await;
     drop(workspace);
     drop(rootfs);
     let out = out?;
@@ -344,18 +354,64 @@ async fn run_setup(
             output: printed(&out),
         });
     }
+    keep_additions_only(&scratch.path("workspace"), setup.base)
+        .map_err(io("the workspace layer"))?;
     Ok(printed(&out))
 }
 
-/// Runs one request in a sandbox made from `spec`, its door served for
-/// as long as it runs.
+/// Takes out of the setup's workspace layer whatever is not an addition
+/// to the base commit: files it changed or deleted there (a rewritten
+/// lockfile, a removed test) are not the environment's, and under a later
+/// base commit they would hide that commit's own files. Never follows a
+/// link; the layer is on the setup's own size-limited file system.
+fn keep_additions_only(layer: &Path, base: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut pending = vec![PathBuf::new()];
+    while let Some(rel) = pending.pop() {
+        for entry in std::fs::read_dir(layer.join(&rel))? {
+            let entry = entry?;
+            let (path, rel) = (entry.path(), rel.join(entry.file_name()));
+            let kind = entry.file_type()?;
+            let in_base = std::fs::symlink_metadata(base.join(&rel)).ok();
+            let whiteout = kind.is_char_device();
+            match in_base {
+                _ if whiteout => std::fs::remove_file(&path)?,
+                Some(meta) if meta.is_dir() && kind.is_dir() => {
+                    // Merged with the base's again, not hiding it.
+                    let _ = xattr_remove(&path, "trusted.overlay.opaque");
+                    pending.push(rel);
+                }
+                Some(_) if kind.is_dir() => std::fs::remove_dir_all(&path)?,
+                Some(_) => std::fs::remove_file(&path)?,
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn xattr_remove(path: &Path, name: &str) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let name = std::ffi::CString::new(name)?;
+    // SAFETY: lremovexattr on NUL-terminated strings we own.
+    if unsafe { libc::lremovexattr(path.as_ptr(), name.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Runs one request in a sandbox made from `spec`, the egress proxy
+/// serving its door for as long as it runs; what the proxy did is added
+/// to `egress`.
 async fn in_sandbox(
     setup: &Setup<'_>,
     spec: SandboxSpec,
     request: ExecRequest,
+    egress: &mut Summary,
 ) -> Result<ExecOutput, SetupError> {
     let sandbox = setup.backend.create(spec).await?;
-    let result = serve_and_run(setup, &*sandbox, request).await;
+    let result = serve_and_run(setup, &*sandbox, request, egress).await;
     let destroyed = sandbox.destroy().await;
     let out = result?;
     destroyed?;
@@ -366,12 +422,15 @@ async fn serve_and_run(
     setup: &Setup<'_>,
     sandbox: &dyn Sandbox,
     request: ExecRequest,
+    egress: &mut Summary,
 ) -> Result<ExecOutput, SetupError> {
     let listener = sandbox.listen_inside(PROXY_PORT).await?;
     let listener = tokio::net::TcpListener::from_std(listener).map_err(io("the door"))?;
-    let door = setup.door.serve(listener);
+    let door = Egress::new(setup.egress.clone())?.spawn(listener);
     let out = sandbox.exec(request.timeout(setup.limits.timeout)).await;
-    door.abort();
+    let done = door.shutdown().await;
+    egress.records.extend(done.records);
+    egress.unrecorded_connections += done.unrecorded_connections;
     Ok(out?)
 }
 

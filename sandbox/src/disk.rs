@@ -139,6 +139,9 @@ pub fn unmount_beneath(dir: &Path) -> usize {
         .map(|p| PathBuf::from(unescape(p)))
         .filter(|p| p.starts_with(&dir))
         .collect();
+    // The latest mounted first (an overlay before the file system its
+    // layers are on), then the deepest first (a stable sort keeps that).
+    points.reverse();
     points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     points.iter().filter(|p| unmount(p)).count()
 }

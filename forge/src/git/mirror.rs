@@ -163,6 +163,53 @@ impl Mirror {
         ))
     }
 
+    /// A working copy over a shared checkout (`checkout`): the files at
+    /// `work_dir` are already there (an overlay the caller mounted over
+    /// the checkout), so nothing is checked out. The git directory at
+    /// `git_dir` gets the mirror's objects, `branch` at the checkout's
+    /// commit, and a copy of the checkout's index, so that git finds the
+    /// unchanged files unchanged without reading them.
+    pub fn layered_copy(
+        &self,
+        checkout: &super::Checkout,
+        work_dir: &Path,
+        git_dir: &Path,
+        branch: &str,
+    ) -> Result<git2::Repository, git2::Error> {
+        let mut options = git2::RepositoryInitOptions::new();
+        options
+            .workdir_path(work_dir)
+            .no_dotgit_dir(true)
+            .mkpath(true)
+            .initial_head(branch);
+        let repo = git2::Repository::init_opts(git_dir, &options)?;
+        let gitlink = work_dir.join(".git");
+        if gitlink.is_file() {
+            std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
+        }
+        link_objects(&self.path.join("objects"), &git_dir.join("objects"))
+            .map_err(|e| git2::Error::from_str(&format!("cannot link objects: {e}")))?;
+        repo.reference(
+            &format!("refs/heads/{branch}"),
+            checkout.commit,
+            true,
+            "from the shared checkout",
+        )?;
+        repo.set_head(&format!("refs/heads/{branch}"))?;
+        std::fs::copy(&checkout.index, git_dir.join("index"))
+            .map_err(|e| git2::Error::from_str(&format!("cannot copy the index: {e}")))?;
+        Ok(repo)
+    }
+
+    /// The commit `branch` points at in the mirror.
+    pub fn branch_commit(&self, branch: &str) -> Result<git2::Oid, git2::Error> {
+        Ok(self
+            .repo
+            .find_reference(&format!("refs/heads/{branch}"))?
+            .peel_to_commit()?
+            .id())
+    }
+
     fn copy(
         &self,
         strategy: CopyStrategy,

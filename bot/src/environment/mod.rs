@@ -1,0 +1,241 @@
+//! Environments in jobs and in `forgehand run` (docs/environments.md):
+//! what the base commit declares, the environment kept under its key (or
+//! built, through the egress proxy), and the job's working copy layered
+//! over the shared checkout and the environment.
+
+pub mod files;
+mod layered;
+
+use std::path::{Path, PathBuf};
+
+use forgehand_environment::build::{self, Setup, SetupError};
+use forgehand_environment::cache::{CacheError, EnvCache, EnvInfo, InUse};
+use forgehand_environment::egress::{Policy, Summary};
+use forgehand_environment::spec::{self, DeclareError, Declared, EnvKey, KeyParts, RepoFiles};
+use forgehand_sandbox::{Backend, Limits};
+use serde::Serialize;
+
+use crate::config::Config;
+pub use files::CommitFiles;
+pub use layered::{Layered, ARTEFACTS};
+
+/// What a job or a run works with: the environment's declaration, where
+/// it came from, and the kept environment itself.
+#[derive(Debug)]
+pub struct Prepared {
+    pub declared: Declared,
+    pub key: EnvKey,
+    pub env: Option<InUse>,
+    /// Found kept, not built for this job.
+    pub reused: bool,
+    /// The setup's time: this job's when it built it, else the build's.
+    pub setup_secs: f64,
+    /// What the setup reached through the egress, when it ran now.
+    pub egress: Option<Summary>,
+}
+
+/// The environment as `forgehand run --json`, the job's record and the
+/// API report it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct EnvironmentReport {
+    pub key: String,
+    pub reused: bool,
+    pub setup_secs: f64,
+    /// Where the declaration came from (`.forgehand.toml`, …).
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packages: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+}
+
+impl Prepared {
+    pub fn report(&self) -> EnvironmentReport {
+        EnvironmentReport {
+            key: self.key.to_string(),
+            reused: self.reused,
+            setup_secs: (self.setup_secs * 10.0).round() / 10.0,
+            source: self.declared.source.to_string(),
+            packages: self
+                .declared
+                .packages
+                .iter()
+                .map(|p| p.as_str().to_owned())
+                .collect(),
+            setup: self.declared.setup.clone(),
+            test: self.declared.test.clone(),
+        }
+    }
+}
+
+/// Why a job's environment could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvFailure {
+    /// The repository's declaration is wrong (its line and what was
+    /// expected).
+    #[error("{0}")]
+    Declaration(#[from] DeclareError),
+    /// Its setup (its packages or its command) failed.
+    #[error("{0}")]
+    Setup(SetupError),
+    /// Forgehand's machinery.
+    #[error("{0}")]
+    Infra(String),
+}
+
+impl From<SetupError> for EnvFailure {
+    fn from(error: SetupError) -> Self {
+        if error.is_the_repositorys() {
+            EnvFailure::Setup(error)
+        } else {
+            EnvFailure::Infra(error.to_string())
+        }
+    }
+}
+
+impl From<CacheError> for EnvFailure {
+    fn from(error: CacheError) -> Self {
+        EnvFailure::Infra(error.to_string())
+    }
+}
+
+/// Environments as this node builds and keeps them.
+pub struct Environments {
+    cache: EnvCache,
+    policy: Policy,
+    ca_bundle: Option<Vec<u8>>,
+    image: PathBuf,
+    image_id: String,
+    detect: bool,
+    limits: Limits,
+    disk_mib: u64,
+}
+
+impl Environments {
+    pub fn new(config: &Config) -> Result<Self, String> {
+        let env = &config.environment;
+        crate::private::dir(&env.cache_dir).map_err(|e| format!("environment.cache_dir: {e}"))?;
+        let cache = EnvCache::open(&env.cache_dir, env.cache_max_gib).map_err(|e| e.to_string())?;
+        let mut limits = config.sandbox.limits();
+        limits.memory_mib = env.memory_mib;
+        limits.timeout = env.setup_timeout();
+        Ok(Environments {
+            cache,
+            policy: env.egress()?,
+            ca_bundle: env.ca_bundle()?,
+            image: config.sandbox.rootfs.clone(),
+            image_id: image_id(&config.sandbox.rootfs),
+            detect: env.detect,
+            limits,
+            disk_mib: env.disk_mib,
+        })
+    }
+
+    pub fn cache(&self) -> &EnvCache {
+        &self.cache
+    }
+
+    /// The guest image the sandboxes run.
+    pub fn image(&self) -> &Path {
+        &self.image
+    }
+
+    /// What `files` (the base commit's) declares, detected when allowed;
+    /// `None` when it declares and shows nothing.
+    pub fn declared(&self, files: &dyn RepoFiles) -> Result<Option<Declared>, DeclareError> {
+        spec::declared(files, self.detect)
+    }
+
+    /// The environment `declared` defines for `repository` (whose base
+    /// commit's files are `files`, checked out at `base` for the sandbox
+    /// user): kept, or built now.
+    pub async fn prepare(
+        &self,
+        backend: &dyn Backend,
+        repository: &str,
+        declared: Declared,
+        files: &dyn RepoFiles,
+        base: &Path,
+    ) -> Result<Prepared, EnvFailure> {
+        let key = spec::key(
+            &KeyParts {
+                image: &self.image_id,
+                repository,
+                declared: &declared,
+                ca_bundle: self.ca_bundle.as_deref(),
+            },
+            files,
+        )
+        .map_err(|e| EnvFailure::Declaration(DeclareError::Files(e)))?;
+        if !declared.needs_setup() {
+            return Ok(Prepared {
+                declared,
+                key,
+                env: None,
+                reused: true,
+                setup_secs: 0.0,
+                egress: None,
+            });
+        }
+        if let Some(env) = self.cache.get(key.as_str())? {
+            let setup_secs = env.info.setup_secs;
+            return Ok(Prepared {
+                declared,
+                key,
+                env: Some(env),
+                reused: true,
+                setup_secs,
+                egress: None,
+            });
+        }
+        self.build(backend, repository, declared, key, base).await
+    }
+
+    async fn build(
+        &self,
+        backend: &dyn Backend,
+        repository: &str,
+        declared: Declared,
+        key: EnvKey,
+        base: &Path,
+    ) -> Result<Prepared, EnvFailure> {
+        let setup = Setup {
+            backend,
+            image: &self.image,
+            base,
+            declared: &declared,
+            key: &key,
+            repository,
+            ca_bundle: self.ca_bundle.as_deref(),
+            limits: self.limits.clone(),
+            disk_mib: self.disk_mib,
+            egress: &self.policy,
+        };
+        let built = build::build(&setup, &self.cache).await?;
+        tracing::info!(key = %key, repository, secs = built.env.info.setup_secs, "environment built");
+        Ok(Prepared {
+            setup_secs: built.env.info.setup_secs,
+            declared,
+            key,
+            env: Some(built.env),
+            reused: false,
+            egress: Some(built.egress),
+        })
+    }
+
+    /// Every kept environment, the most recently used first.
+    pub fn list(&self) -> Vec<EnvInfo> {
+        self.cache.list()
+    }
+}
+
+/// The guest image's id: the stamp `images/build-rootfs` writes, which
+/// covers everything that decides the image's content.
+fn image_id(rootfs: &Path) -> String {
+    std::fs::read_to_string(rootfs.join(".forgehand-image"))
+        .ok()
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_else(|| format!("unstamped:{}", rootfs.display()))
+}
