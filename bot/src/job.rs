@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 pub use forgehand_store::job::*;
 
+use crate::environment::{EnvironmentReport, Testing};
 use crate::reason::Reason;
 
 /// What a job did, as its record keeps it (`GET /api/jobs/{id}`'s
@@ -35,6 +36,16 @@ pub struct JobResult {
     /// Where the agent's transcript is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+    /// The repository's environment the job worked in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<EnvironmentReport>,
+    /// What was tested, as the host saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testing: Option<Testing>,
+    /// What was not committed: ignored by the repository, the
+    /// environment's files, toolchains' artefacts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// How a job ended, in its result.
@@ -82,6 +93,9 @@ impl JobResult {
             seconds: None,
             steps: Vec::new(),
             transcript: None,
+            environment: None,
+            testing: None,
+            left_out: Vec::new(),
         }
     }
 

@@ -14,6 +14,8 @@ pub enum Reason {
     ModelError,
     /// The gate refused the agent's changes.
     Gate(RefusalReason),
+    /// The repository's environment could not be had.
+    Environment(EnvProblem),
     /// The agent finished without changing anything.
     NoChanges,
     /// The request may not be carried out (a branch not the bot's).
@@ -24,6 +26,15 @@ pub enum Reason {
     Infra,
     /// Stopped on request (`/forgehand stop`, a newer request, shutdown).
     Stopped,
+}
+
+/// What went wrong with a repository's environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EnvProblem {
+    /// Its declaration (`.forgehand.toml`, a devcontainer) is wrong.
+    Declaration,
+    /// Its setup (its packages, its command) failed.
+    Setup,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,6 +89,8 @@ impl Reason {
             .map(Reason::Gate),
         );
         all.extend([
+            Reason::Environment(EnvProblem::Declaration),
+            Reason::Environment(EnvProblem::Setup),
             Reason::NoChanges,
             Reason::Denied,
             Reason::ForgeError,
@@ -98,6 +111,8 @@ impl Reason {
             Reason::Budget(Budget::Dollars) => "budget:dollars",
             Reason::ModelError => "model_error",
             Reason::Gate(refusal) => refusal.code(),
+            Reason::Environment(EnvProblem::Declaration) => "environment:declaration",
+            Reason::Environment(EnvProblem::Setup) => "environment:setup",
             Reason::NoChanges => "no_changes",
             Reason::Denied => "denied",
             Reason::ForgeError => "forge_error",
@@ -106,9 +121,10 @@ impl Reason {
         }
     }
 
-    /// Whether the status comment lists the gate's findings under it.
+    /// Whether the status comment shows the lines under the first (the
+    /// gate's findings, the setup's last output).
     pub fn shows_findings(self) -> bool {
-        matches!(self, Reason::Gate(_))
+        matches!(self, Reason::Gate(_) | Reason::Environment(_))
     }
 }
 

@@ -257,11 +257,13 @@ fn pipeline(
         Some(_) => format!("{} sandbox, shared kernel", status.backend.name()),
         None => format!("{} sandbox", status.backend.name()),
     };
-    Ok(Arc::new(crate::pipeline::Pipeline::new(
+    let pipeline = crate::pipeline::Pipeline::new(
         config.clone(),
         github,
         gitea,
         status.backend.clone(),
         isolation,
-    )))
+    )
+    .map_err(|e| anyhow::anyhow!("environments: {e}"))?;
+    Ok(Arc::new(pipeline))
 }

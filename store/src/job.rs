@@ -193,6 +193,11 @@ impl Job {
         )
     }
 
+    /// The repository's key: `forge:owner/name`.
+    pub fn repository_key(&self) -> String {
+        format!("{}:{}", self.forge, self.repo.full_name())
+    }
+
     /// The key under which at most one job runs at a time.
     pub fn target_key(&self) -> String {
         format!("{}:{}#{}", self.forge, self.repo.full_name(), self.target)

@@ -83,8 +83,8 @@ async fn a_python_environment_is_built_through_the_egress_and_then_reused() {
     let environments = Environments::new(&config).unwrap();
     let backend = NamespaceBackend::default();
     let files = CommitFiles::new(&repo, commit).unwrap();
-    let declared = environments
-        .declared(&files)
+    let (declared, key) = environments
+        .declare(&files, "test:acme/calc")
         .unwrap()
         .expect("requirements.txt is detected");
     assert!(declared
@@ -104,7 +104,7 @@ async fn a_python_environment_is_built_through_the_egress_and_then_reused() {
             &backend,
             "test:acme/calc",
             declared.clone(),
-            &files,
+            key.clone(),
             &checkout.tree,
         )
         .await
@@ -131,7 +131,7 @@ async fn a_python_environment_is_built_through_the_egress_and_then_reused() {
     drop(built);
 
     let again = environments
-        .prepare(&backend, "test:acme/calc", declared, &files, &checkout.tree)
+        .prepare(&backend, "test:acme/calc", declared, key, &checkout.tree)
         .await
         .unwrap();
     assert!(again.reused, "the second job finds it kept");

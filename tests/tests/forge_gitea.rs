@@ -122,6 +122,7 @@ async fn opens_a_pull_request_once_and_updates_it_after() {
         body: "Closes #1",
         head: "forgehand/1-fix-the-readme",
         base: "main",
+        draft: false,
     };
     let first = client.open_pull_request(&repo, &new).await.unwrap();
     assert_eq!(
@@ -182,6 +183,7 @@ async fn reads_reviews_and_answers_in_their_threads() {
                 body: "b",
                 head: "forgehand/1-x",
                 base: "main",
+                draft: false,
             },
         )
         .await
@@ -264,6 +266,7 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
                 body: "b",
                 head: "forgehand/1-x",
                 base: "main",
+                draft: false,
             },
         )
         .await
@@ -326,6 +329,7 @@ fn new_pull() -> NewPullRequest<'static> {
         body: "Closes #1",
         head: HEAD,
         base: "main",
+        draft: false,
     }
 }
 

@@ -89,6 +89,7 @@ async fn every_operation_with_a_personal_token() {
         body: "Closes #1",
         head: "forgehand/1-fix",
         base: "main",
+        draft: false,
     };
     let pr = client.open_pull_request(&repo, &new).await.unwrap();
     let again = client
@@ -307,6 +308,7 @@ async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
                 body: "b",
                 head: "forgehand/1-x",
                 base: "main",
+                draft: false,
             },
         )
         .await
@@ -459,6 +461,7 @@ async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() 
         body: "Closes #1",
         head: "forgehand/1-fix-the-readme",
         base: "main",
+        draft: false,
     };
     let opened = token_client(&forge)
         .open_pull_request(&repo(), &new)

@@ -174,6 +174,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
         [
             "authorized",
             "working copy",
+            "environment",
             "sandbox",
             "agent",
             "gate, commit and push",
@@ -201,7 +202,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n<!-- forgehand:job:1 -->"
+        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n- Tests: `sh test.sh` passed\n\n<!-- forgehand:job:1 -->"
     );
     let checks: Vec<(String, String, String)> = w.github.with(|s| {
         s.statuses
@@ -330,7 +331,7 @@ async fn a_labeled_gitea_issue_becomes_a_pull_request_too() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n\n<!-- forgehand:job:1 -->"
+        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n\n- Tests: `sh test.sh` passed\n\n<!-- forgehand:job:1 -->"
     );
     assert!(pr.body.contains("Closes #1"), "{}", pr.body);
     let (head, _) = pr.pull.unwrap();
@@ -401,7 +402,7 @@ async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies
         assert_eq!(
             statuses,
             [format!(
-                "✅ Updated #{pr}: https://github.invalid/acme/demo/pull/{pr}\n\n<!-- forgehand:job:2 -->"
+                "✅ Updated #{pr}: https://github.invalid/acme/demo/pull/{pr}\n\n- Tests: nothing was run that tests the change\n\n<!-- forgehand:job:2 -->"
             )]
         );
         assert_eq!(

@@ -42,6 +42,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         [
             "authorized",
             "working copy",
+            "environment",
             "sandbox",
             "agent",
             "gate, commit and push",
@@ -86,7 +87,12 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     );
     let status = story.status(1);
     assert!(status.starts_with("✅ Opened #2: "), "{status}");
-    assert!(status.ends_with(pr_link(kind)), "{status}");
+    assert!(
+        status.lines().next().unwrap().ends_with(pr_link(kind)),
+        "{status}"
+    );
+    // What was tested, as the host saw it: the agent ran the tests.
+    assert!(status.contains("- Tests: `sh test.sh` passed"), "{status}");
     let reviewers = story.forge.with(|s| s.review_requests.clone());
     assert_eq!(
         reviewers,
@@ -357,7 +363,13 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
         .collect();
     assert_eq!(
         steps,
-        ["authorized", "working copy", "sandbox", "agent"],
+        [
+            "authorized",
+            "working copy",
+            "environment",
+            "sandbox",
+            "agent"
+        ],
         "{detail:#}"
     );
     assert!(result["steps"][3]["ms"].is_u64());

@@ -9,6 +9,6 @@ pub mod tools;
 pub mod transcript;
 
 pub use budget::Budgets;
-pub use run::{run_agent, AgentReport, AgentSettings, Outcome};
+pub use run::{run_agent, AgentReport, AgentSettings, Conversation, Outcome};
 pub use session::{Session, SessionError};
 pub use transcript::Transcript;

@@ -46,26 +46,109 @@ pub struct AgentSettings<'a> {
     pub price: &'a (dyn Fn(Usage) -> Option<f64> + Sync),
 }
 
+/// A conversation with the model, run in rounds: until `finish`, a budget
+/// or a failure, then (when the host has more to say, such as a failing
+/// test run) on again from where it stopped, within the same budgets.
+pub struct Conversation {
+    messages: Vec<Message>,
+    spent: Spent,
+    shortened: u32,
+}
+
+/// [`Conversation::run`] once: the whole agent run of a task.
 pub async fn run_agent(
     model: &ModelClient,
     toolbox: &Toolbox<'_>,
     settings: &AgentSettings<'_>,
-    mut messages: Vec<Message>,
+    messages: Vec<Message>,
     transcript: &mut Transcript,
 ) -> AgentReport {
-    let mut spent = Spent::new();
-    let mut shortened = 0;
-    let outcome = loop {
-        if let Some(code) = spent.exhausted(&settings.budgets) {
-            break stop(Reason::Budget(code), code.explain());
+    let mut conversation = Conversation::new(messages);
+    let outcome = conversation.run(model, toolbox, settings, transcript).await;
+    conversation.report(outcome)
+}
+
+impl Conversation {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Conversation {
+            messages,
+            spent: Spent::new(),
+            shortened: 0,
         }
-        shortened += compact(&mut messages, settings.context_tokens, transcript);
-        let call = model.complete(&messages, tools::specs());
+    }
+
+    /// Model calls made so far.
+    pub fn turns(&self) -> u32 {
+        self.spent.turns
+    }
+
+    /// What the host says next (after the agent finished), as a user turn.
+    pub fn tell(&mut self, text: String) {
+        self.messages.push(Message::User { content: text });
+    }
+
+    /// What the run cost so far, with how it ended.
+    pub fn report(&self, outcome: Outcome) -> AgentReport {
+        AgentReport {
+            outcome,
+            turns: self.spent.turns,
+            tool_calls: self.spent.tool_calls,
+            usage: self.spent.usage,
+            cost_usd: self.spent.dollars,
+            shortened: self.shortened,
+        }
+    }
+
+    /// Asks the model, runs the tools it calls, answers, until it calls
+    /// `finish`, a budget runs out or the model fails.
+    pub async fn run(
+        &mut self,
+        model: &ModelClient,
+        toolbox: &Toolbox<'_>,
+        settings: &AgentSettings<'_>,
+        transcript: &mut Transcript,
+    ) -> Outcome {
+        let outcome = loop {
+            if let Some(code) = self.spent.exhausted(&settings.budgets) {
+                break stop(Reason::Budget(code), code.explain());
+            }
+            self.shortened += compact(&mut self.messages, settings.context_tokens, transcript);
+            let reply = match self.ask(model, settings, transcript).await {
+                Ok(reply) => reply,
+                Err(outcome) => break outcome,
+            };
+            if reply.tool_calls.is_empty() {
+                // A model that only talks is reminded how to act or stop.
+                self.messages.push(Message::User {
+                    content: "Use the tools to do the work, and call `finish` with a summary and a title when you are done.".into(),
+                });
+                continue;
+            }
+            if let Some(outcome) = self
+                .call_tools(&reply.tool_calls, toolbox, settings, transcript)
+                .await
+            {
+                break outcome;
+            }
+        };
+        transcript.record("stop", json!({ "outcome": format!("{outcome:?}") }));
+        outcome
+    }
+
+    /// One model call within the budgets, recorded.
+    async fn ask(
+        &mut self,
+        model: &ModelClient,
+        settings: &AgentSettings<'_>,
+        transcript: &mut Transcript,
+    ) -> Result<crate::model::ModelReply, Outcome> {
+        let spent = &mut self.spent;
+        let call = model.complete(&self.messages, tools::specs());
         let reply = match tokio::time::timeout(spent.time_left(&settings.budgets), call).await {
-            Err(_) => break stop(Reason::Budget(Budget::Time), Budget::Time.explain()),
+            Err(_) => return Err(stop(Reason::Budget(Budget::Time), Budget::Time.explain())),
             Ok(Err(error)) => {
                 transcript.record("model_error", json!({ "message": error.to_string() }));
-                break stop(Reason::ModelError, &error.to_string());
+                return Err(stop(Reason::ModelError, &error.to_string()));
             }
             Ok(Ok(reply)) => reply,
         };
@@ -83,26 +166,31 @@ pub async fn run_agent(
                 "response": reply.response_body,
             }),
         );
-        messages.push(Message::Assistant {
+        self.messages.push(Message::Assistant {
             text: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
         });
-        if reply.tool_calls.is_empty() {
-            // A model that only talks is reminded how to act or stop.
-            messages.push(Message::User {
-                content: "Use the tools to do the work, and call `finish` with a summary and a title when you are done.".into(),
-            });
-            continue;
-        }
+        Ok(reply)
+    }
+
+    /// Runs the calls of one turn within the budgets; the outcome when the
+    /// agent finished or ran out of calls.
+    async fn call_tools(
+        &mut self,
+        calls: &[crate::model::ToolCall],
+        toolbox: &Toolbox<'_>,
+        settings: &AgentSettings<'_>,
+        transcript: &mut Transcript,
+    ) -> Option<Outcome> {
         let mut finished = None;
         let mut out_of_calls = false;
-        for call in &reply.tool_calls {
-            let outcome = if spent.tool_calls >= settings.budgets.max_tool_calls {
+        for call in calls {
+            let outcome = if self.spent.tool_calls >= settings.budgets.max_tool_calls {
                 out_of_calls = true;
                 ToolOutcome::Error("not run: the tool-call budget is used up".into())
             } else {
-                spent.tool_calls += 1;
-                let left = spent.time_left(&settings.budgets);
+                self.spent.tool_calls += 1;
+                let left = self.spent.time_left(&settings.budgets);
                 match tokio::time::timeout(left, toolbox.call(call)).await {
                     Ok(outcome) => outcome,
                     Err(_) => ToolOutcome::Error("not finished: the run's time is up".into()),
@@ -125,36 +213,27 @@ pub async fn run_agent(
                 replies,
             } = &outcome
             {
-                finished = Some((summary.clone(), title.clone(), replies.clone()));
+                finished = Some(Outcome::Finished {
+                    summary: summary.clone(),
+                    title: title.clone(),
+                    replies: replies.clone(),
+                });
             }
-            messages.push(Message::Tool {
+            self.messages.push(Message::Tool {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: text,
             });
         }
-        if let Some((summary, title, replies)) = finished {
-            break Outcome::Finished {
-                summary,
-                title,
-                replies,
-            };
+        if finished.is_some() {
+            return finished;
         }
-        if out_of_calls {
-            break stop(
+        out_of_calls.then(|| {
+            stop(
                 Reason::Budget(Budget::ToolCalls),
                 Budget::ToolCalls.explain(),
-            );
-        }
-    };
-    transcript.record("stop", json!({ "outcome": format!("{outcome:?}") }));
-    AgentReport {
-        outcome,
-        turns: spent.turns,
-        tool_calls: spent.tool_calls,
-        usage: spent.usage,
-        cost_usd: spent.dollars,
-        shortened,
+            )
+        })
     }
 }
 

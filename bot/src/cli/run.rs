@@ -1,26 +1,32 @@
 //! `forgehand run --repo <path> --task "<text>"`: the agent on a local
-//! repository, no forge involved. A working copy is made from the
-//! repository (its git directory outside the tree the sandbox sees), the
-//! agent works in the configured sandbox, and what it did goes through
-//! the same gate as a forge job before it is committed on a new branch
-//! of the repository.
+//! repository, no forge involved. The checked-out branch's commit is the
+//! base: its environment (as its own commit declares it, never the
+//! working tree) is kept or built, a working copy is layered over a
+//! shared checkout of it (its git directory outside the tree the sandbox
+//! sees), the agent works in the configured sandbox, the host runs the
+//! tests, and what it did goes through the same gate as a forge job
+//! before it is committed on a new branch of the repository.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use forgehand_forge::git::{
-    self, deliver, gate, Checks, CommitRequest, DeliverError, GatePolicy, Mirror, SecretScanner,
+    self, deliver, gate, Checkouts, Checks, CommitRequest, DeliverError, GatePolicy, Mirror,
+    SecretScanner,
 };
+use forgehand_sandbox::{Backend, BackendChoice};
 use serde::Serialize;
 
 use crate::agent::prompts::Prompts;
 use crate::agent::{Outcome, Session, Transcript};
 use crate::config::Config;
+use crate::environment::{
+    CommitFiles, EnvFailure, EnvironmentReport, Environments, Layered, Prepared, Testing,
+};
 use crate::jobdir::JobDir;
 use crate::model::Provider;
-use crate::reason::Reason;
+use crate::reason::{EnvProblem, Reason};
 use crate::sandboxes;
-use forgehand_sandbox::BackendChoice;
 
 #[derive(Debug, Clone)]
 pub struct RunArgs {
@@ -55,6 +61,13 @@ pub struct RunReport {
     /// The configuration file read, and how it was named; none means
     /// built-in defaults and `FORGEHAND_*` variables only.
     pub config: Option<crate::config::ConfigFile>,
+    /// The repository's environment (`null` when it declares and shows
+    /// none).
+    pub environment: Option<EnvironmentReport>,
+    /// What was tested, as the host saw it.
+    pub testing: Testing,
+    /// The paths not committed because they are ignored or artefacts.
+    pub left_out: Vec<String>,
     #[serde(skip)]
     pub diff: String,
 }
@@ -81,6 +94,9 @@ impl RunReport {
             summary: None,
             findings: Vec::new(),
             config: None,
+            environment: None,
+            testing: Testing::observed(&[], None, &[]),
+            left_out: Vec::new(),
             diff: String::new(),
         }
     }
@@ -112,7 +128,9 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         .with_context(|| format!("--repo {}", args.repo.display()))?;
     let source = Mirror::local(&repo_path)
         .with_context(|| format!("{} is not a git repository", repo_path.display()))?;
-    let base = {
+    // The checked-out branch is the base (its commit, not the working
+    // tree, which may hold anything).
+    {
         let head = source
             .repo
             .head()
@@ -121,8 +139,7 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
             head.is_branch(),
             "the repository's HEAD is detached: check out a branch to start from"
         );
-        head.shorthand().unwrap_or_default().to_owned()
-    };
+    }
     let id = format!(
         "run-{}-{:04x}",
         crate::time::now_ms() / 1000,
@@ -134,25 +151,73 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         git::branch_name("run-{slug}", 0, &args.task)
     );
     let branch = unique_branch(&source.repo, &branch);
-    // Removed (its file system unmounted) on every way out of here.
+    let base_commit = source.repo.head()?.peel_to_commit()?.id();
+    let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
+    if let Some(warning) = &chosen.warning {
+        eprintln!("forgehand: {warning}");
+    }
+    let backend = &*chosen.backend;
+    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
+    // The same repository is found again from a fresh clone: its root
+    // commit names it.
+    let root = root_commit(&source.repo)?;
+    let repository = format!("local:{root}");
+    let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"));
+    let handle = tokio::runtime::Handle::current();
+    let give = |tree: &Path| {
+        tokio::task::block_in_place(|| handle.block_on(backend.prepare_for_sandbox(tree)))
+            .map_err(std::io::Error::other)
+    };
+    let checkout = checkouts
+        .ensure(&format!("local/{root}"), &source.repo, base_commit, &give)
+        .context("the shared checkout of the base commit")?;
+    let declared = environments.declare(&CommitFiles::new(&source.repo, base_commit)?, &repository);
+    let mut prepared = match declared {
+        Err(error) => return Ok(env_failed(EnvFailure::Declaration(error))),
+        Ok(None) => None,
+        Ok(Some((declared, key))) => {
+            match environments
+                .prepare(backend, &repository, declared, key, &checkout.tree)
+                .await
+            {
+                Ok(prepared) => Some(prepared),
+                Err(failure) => return Ok(env_failed(failure)),
+            }
+        }
+    };
+    let environment = prepared.as_ref().map(Prepared::report);
+    let test = prepared.as_ref().and_then(|p| p.declared.test.clone());
+    // Removed (its file systems unmounted) on every way out of here.
     let job_dir = JobDir::create(
         &config.git.work_dir.join(&id),
         config.sandbox.disk_mib,
         config.git.keep_job_dirs,
     )?;
-    let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
+    let env = prepared.as_mut().and_then(|p| p.env.take());
+    let layered = Layered::mount(backend, &job_dir, checkout, env, &config.sandbox.rootfs)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let (tree, git_dir) = (layered.tree().to_owned(), job_dir.git_dir());
     let copy = source
-        .working_copy(&tree, &git_dir, &base, &branch)
+        .layered_copy(layered.commit(), layered.index(), &tree, &git_dir, &branch)
         .context("making the working copy")?;
-    let base_commit = copy.head()?.peel_to_commit()?.id();
+    layered
+        .write_exclusions(&git_dir)
+        .context("the working copy's exclusions")?;
     let before = gate::before(&copy, config.git.tree_limits(config.sandbox.disk_mib))
         .context("the integrity snapshot")?;
 
-    let result = agent_and_deliver(config, &model_config, &args, &id, &copy, &tree, &before).await;
-    let mut report = match result {
-        Ok(report) => report,
-        Err(error) => return Err(error),
+    let run = Run {
+        config,
+        model: &model_config,
+        args: &args,
+        id: &id,
+        backend,
+        layered: &layered,
+        test: test.as_deref(),
     };
+    let mut report = run.agent_and_deliver(&copy, &before).await?;
+    report.environment = environment;
     if let Some(commit) = &report.commit {
         // The branch goes into the user's repository.
         let mut remote = source.repo.remote_anonymous(&git_dir.to_string_lossy())?;
@@ -189,115 +254,204 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     Ok(report)
 }
 
-async fn agent_and_deliver(
-    config: &Config,
-    model_config: &crate::config::ModelConfig,
-    args: &RunArgs,
-    id: &str,
-    copy: &git2::Repository,
-    tree: &Path,
-    before: &git::integrity::Snapshot,
-) -> anyhow::Result<RunReport> {
-    let secrets = crate::host_secrets::host_secrets(config);
-    let mut transcript = Transcript::create(
-        &config.agent.transcript_dir,
-        id,
-        secrets.iter().map(|(_, s)| s.clone()).collect(),
-    )
-    .context("creating the transcript")?;
-    let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
-    if let Some(warning) = &chosen.warning {
-        eprintln!("forgehand: {warning}");
-    }
-    let prompts = Prompts::load(config.agent.prompts_dir.as_deref())?;
-    let session = Session {
-        config,
-        model: model_config,
-        backend: &*chosen.backend,
-        tree,
-        task: prompts.render("local_task.txt", &[("task", &args.task)]),
-        prompts: &prompts,
-    };
-    transcript.record("task", serde_json::json!({ "task": args.task }));
-    let agent = session.start().await?.run(&mut transcript).await;
+/// What one run works with.
+struct Run<'a> {
+    config: &'a Config,
+    model: &'a crate::config::ModelConfig,
+    args: &'a RunArgs,
+    id: &'a str,
+    backend: &'a dyn Backend,
+    layered: &'a Layered,
+    test: Option<&'a str>,
+}
 
-    let mut report = RunReport::failed(None, None);
-    report.turns = agent.turns;
-    report.tool_calls = agent.tool_calls;
-    report.cost_usd = agent.cost_usd;
-    report.transcript = Some(transcript.path().to_owned());
-    let (title, summary) = match &agent.outcome {
-        Outcome::Finished { summary, title, .. } => {
-            report.title = Some(title.clone());
-            report.summary = Some(summary.clone());
-            (title.clone(), summary.clone())
-        }
-        Outcome::Stopped { reason, message } => {
-            report.reason = Some(*reason);
-            report.message = Some(message.clone());
-            (
-                format!("Unfinished: {}", first_line(&args.task)),
-                format!("The agent stopped ({reason}): {message}"),
-            )
-        }
-    };
-    // Whatever happened, the work so far goes through the gate and, when
-    // it passes, is kept on the branch.
-    let scanner = SecretScanner::new(secrets);
-    // The commit message is kept for ever in the history: a secret in what
-    // the agent wrote is replaced by a marker (the gate checks again).
-    let message = format!(
-        "{}\n\n{}",
-        scanner.redact(&title).text,
-        scanner.redact(&summary).text
-    );
-    let delivered = deliver(
-        copy,
-        Checks {
+/// The report of a run whose environment could not be had.
+fn env_failed(failure: EnvFailure) -> RunReport {
+    match failure {
+        EnvFailure::Declaration(error) => RunReport::failed(
+            Some(Reason::Environment(EnvProblem::Declaration)),
+            Some(error.to_string()),
+        ),
+        EnvFailure::Setup(error) => RunReport::failed(
+            Some(Reason::Environment(EnvProblem::Setup)),
+            Some(error.to_string()),
+        ),
+        EnvFailure::Infra(message) => RunReport::infra(message),
+    }
+}
+
+/// The commit every history of the repository starts from.
+fn root_commit(repo: &git2::Repository) -> anyhow::Result<git2::Oid> {
+    let mut walk = repo.revwalk()?;
+    walk.push_head()?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+    walk.next()
+        .context("the repository has no commit")?
+        .context("walking the history")
+}
+
+impl Run<'_> {
+    /// The agent (and the host's tests), then the gate and the commit.
+    async fn agent_and_deliver(
+        &self,
+        copy: &git2::Repository,
+        before: &git::integrity::Snapshot,
+    ) -> anyhow::Result<RunReport> {
+        let (config, args) = (self.config, self.args);
+        let secrets = crate::host_secrets::host_secrets(config);
+        let mut transcript = Transcript::create(
+            &config.agent.transcript_dir,
+            self.id,
+            secrets.iter().map(|(_, s)| s.clone()).collect(),
+        )
+        .context("creating the transcript")?;
+        let (agent, testing) = self.agent(&mut transcript).await?;
+        let mut report = RunReport::failed(None, None);
+        report.turns = agent.turns;
+        report.tool_calls = agent.tool_calls;
+        report.cost_usd = agent.cost_usd;
+        report.transcript = Some(transcript.path().to_owned());
+        report.testing = testing;
+        let (title, summary) = match &agent.outcome {
+            Outcome::Finished { summary, title, .. } => {
+                report.title = Some(title.clone());
+                report.summary = Some(summary.clone());
+                (title.clone(), summary.clone())
+            }
+            Outcome::Stopped { reason, message } => {
+                report.reason = Some(*reason);
+                report.message = Some(message.clone());
+                (
+                    format!("Unfinished: {}", first_line(&args.task)),
+                    format!("The agent stopped ({reason}): {message}"),
+                )
+            }
+        };
+        self.deliver(
+            copy,
             before,
-            scanner: &scanner,
-            policy: GatePolicy {
-                allow_sensitive: args.allow_sensitive,
-            },
-        },
-        &config.git.identity(),
-        &CommitRequest {
-            message: &message,
-            co_author: None,
-            job: 0,
-        },
-        None,
-    );
-    match delivered {
-        Ok(delivery) => {
-            report.findings = delivery
-                .cleared
-                .report
-                .integrity
-                .iter()
-                .map(|f| f.to_string())
-                .chain(delivery.left_out().iter().map(|l| format!("left out: {l}")))
-                .collect();
-            report.commit = delivery.commit.map(|c| c.to_string());
-            if matches!(agent.outcome, Outcome::Finished { .. }) {
-                if report.commit.is_some() {
-                    report.status = "succeeded";
-                    report.reason = None;
-                    report.message = None;
-                } else {
-                    report.reason = Some(Reason::NoChanges);
-                    report.message = Some("the agent finished without changing anything".into());
+            secrets,
+            &title,
+            &summary,
+            &agent.outcome,
+            report,
+            &mut transcript,
+        )
+    }
+
+    /// The agent's session: its rounds, the host's tests.
+    async fn agent(
+        &self,
+        transcript: &mut Transcript,
+    ) -> anyhow::Result<(crate::agent::AgentReport, Testing)> {
+        let prompts = Prompts::load(self.config.agent.prompts_dir.as_deref())?;
+        let session = Session {
+            config: self.config,
+            model: self.model,
+            backend: self.backend,
+            tree: self.layered.tree(),
+            spec: self.layered.spec(&self.config.sandbox),
+            task: prompts.render("local_task.txt", &[("task", &self.args.task)]),
+            prompts: &prompts,
+        };
+        transcript.record("task", serde_json::json!({ "task": self.args.task }));
+        let mut started = session.start().await?;
+        let mut agent = started.run(transcript).await;
+        let mut host_runs = Vec::new();
+        if let (Some(test), Outcome::Finished { .. }) = (self.test, &agent.outcome) {
+            let retries = self.config.environment.test_retries;
+            let tested = started.test_rounds(transcript, test, retries).await;
+            match tested {
+                Ok((runs, again)) => {
+                    host_runs = runs;
+                    if let Some(again) = again {
+                        agent = again;
+                    }
+                }
+                Err(error) => {
+                    started.close().await;
+                    return Err(error.into());
                 }
             }
         }
-        Err(DeliverError::Refused(refusal)) => {
-            report.reason = Some(Reason::Gate(refusal.reason));
-            report.message = Some(refusal.to_string());
-        }
-        Err(other) => return Err(other.into()),
+        let testing = Testing::observed(started.commands(), self.test, &host_runs);
+        started.close().await;
+        Ok((agent, testing))
     }
-    transcript.record("delivered", serde_json::json!({ "report": &report }));
-    Ok(report)
+
+    #[allow(clippy::too_many_arguments)]
+    fn deliver(
+        &self,
+        copy: &git2::Repository,
+        before: &git::integrity::Snapshot,
+        secrets: Vec<(String, secrecy::SecretString)>,
+        title: &str,
+        summary: &str,
+        outcome: &Outcome,
+        mut report: RunReport,
+        transcript: &mut Transcript,
+    ) -> anyhow::Result<RunReport> {
+        let (config, args) = (self.config, self.args);
+        // Whatever happened, the work so far goes through the gate and, when
+        // it passes, is kept on the branch.
+        let scanner = SecretScanner::new(secrets);
+        // The commit message is kept for ever in the history: a secret in what
+        // the agent wrote is replaced by a marker (the gate checks again).
+        let message = format!(
+            "{}\n\n{}",
+            scanner.redact(title).text,
+            scanner.redact(summary).text
+        );
+        let delivered = deliver(
+            copy,
+            Checks {
+                before,
+                scanner: &scanner,
+                policy: GatePolicy {
+                    allow_sensitive: args.allow_sensitive,
+                },
+            },
+            &config.git.identity(),
+            &CommitRequest {
+                message: &message,
+                co_author: None,
+                job: 0,
+            },
+            None,
+        );
+        match delivered {
+            Ok(delivery) => {
+                report.findings = delivery
+                    .cleared
+                    .report
+                    .integrity
+                    .iter()
+                    .map(|f| f.to_string())
+                    .chain(delivery.left_out().iter().map(|l| format!("left out: {l}")))
+                    .collect();
+                report.commit = delivery.commit.map(|c| c.to_string());
+                report.left_out = crate::environment::ignored_paths(copy)?;
+                if matches!(outcome, Outcome::Finished { .. }) {
+                    if report.commit.is_some() {
+                        report.status = "succeeded";
+                        report.reason = None;
+                        report.message = None;
+                    } else {
+                        report.reason = Some(Reason::NoChanges);
+                        report.message =
+                            Some("the agent finished without changing anything".into());
+                    }
+                }
+            }
+            Err(DeliverError::Refused(refusal)) => {
+                report.reason = Some(Reason::Gate(refusal.reason));
+                report.message = Some(refusal.to_string());
+            }
+            Err(other) => return Err(other.into()),
+        }
+        transcript.record("delivered", serde_json::json!({ "report": &report }));
+        Ok(report)
+    }
 }
 
 fn unique_branch(repo: &git2::Repository, wanted: &str) -> String {

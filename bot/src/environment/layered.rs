@@ -123,6 +123,16 @@ impl Layered {
         })
     }
 
+    /// The commit the shared checkout beneath is of.
+    pub fn commit(&self) -> git2::Oid {
+        self._checkout.commit
+    }
+
+    /// The shared checkout's git index.
+    pub fn index(&self) -> &Path {
+        &self._checkout.index
+    }
+
     /// The working copy's files (the merged view).
     pub fn tree(&self) -> &Path {
         self.tree.path()
@@ -161,10 +171,52 @@ impl Layered {
             .collect()
     }
 
+    /// Writes [`Layered::exclusions`] into the git directory's own exclude
+    /// file (which the agent cannot reach), before anything reads the
+    /// tree: the integrity snapshot and the gate skip what git ignores.
+    pub fn write_exclusions(&self, git_dir: &Path) -> std::io::Result<()> {
+        write_exclusions(git_dir, &self.exclusions())
+    }
+
     /// The environment's additions to `/workspace`, as excluded.
     pub fn environment_paths(&self) -> &[String] {
         &self.added
     }
+}
+
+/// At most this many ignored paths are listed.
+const MAX_IGNORED: usize = 100;
+
+/// What git ignores in the working tree now (a directory it ignores is
+/// one entry, not looked into).
+pub fn ignored_paths(repo: &git2::Repository) -> Result<Vec<String>, git2::Error> {
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_ignored(true)
+        .include_untracked(false)
+        .recurse_ignored_dirs(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses
+        .iter()
+        .filter(|s| s.status().contains(git2::Status::IGNORED))
+        .filter_map(|s| s.path().map(str::to_owned))
+        .take(MAX_IGNORED)
+        .collect())
+}
+
+/// Writes `lines` into `git_dir`'s `info/exclude`.
+pub fn write_exclusions(git_dir: &Path, lines: &[String]) -> std::io::Result<()> {
+    let info = git_dir.join("info");
+    std::fs::create_dir_all(&info)?;
+    let mut text = String::from(
+        "# Written by Forgehand: the environment's files and toolchains' artefacts are never committed.\n",
+    );
+    for line in lines {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(info.join("exclude"), text)
 }
 
 /// What the environment's workspace layer adds to the checkout, anchored

@@ -5,6 +5,7 @@
 
 pub mod files;
 mod layered;
+mod testing;
 
 use std::path::{Path, PathBuf};
 
@@ -14,10 +15,11 @@ use forgehand_environment::egress::{Policy, Summary};
 use forgehand_environment::spec::{self, DeclareError, Declared, EnvKey, KeyParts, RepoFiles};
 use forgehand_sandbox::{Backend, Limits};
 use serde::Serialize;
+pub use testing::{looks_like_a_test, By, TestCommand, TestResult, Testing};
 
 use crate::config::Config;
 pub use files::CommitFiles;
-pub use layered::{Layered, ARTEFACTS};
+pub use layered::{ignored_paths, write_exclusions, Layered, ARTEFACTS};
 
 /// What a job or a run works with: the environment's declaration, where
 /// it came from, and the kept environment itself.
@@ -142,23 +144,18 @@ impl Environments {
         &self.image
     }
 
-    /// What `files` (the base commit's) declares, detected when allowed;
-    /// `None` when it declares and shows nothing.
-    pub fn declared(&self, files: &dyn RepoFiles) -> Result<Option<Declared>, DeclareError> {
-        spec::declared(files, self.detect)
-    }
-
-    /// The environment `declared` defines for `repository` (whose base
-    /// commit's files are `files`, checked out at `base` for the sandbox
-    /// user): kept, or built now.
-    pub async fn prepare(
+    /// What `files` (the base commit's) declares for `repository`, and
+    /// the key its environment is kept under; `None` when it declares and
+    /// shows nothing. Reads the files here (they are git objects: nothing
+    /// of them is held across a wait).
+    pub fn declare(
         &self,
-        backend: &dyn Backend,
-        repository: &str,
-        declared: Declared,
         files: &dyn RepoFiles,
-        base: &Path,
-    ) -> Result<Prepared, EnvFailure> {
+        repository: &str,
+    ) -> Result<Option<(Declared, EnvKey)>, DeclareError> {
+        let Some(declared) = spec::declared(files, self.detect)? else {
+            return Ok(None);
+        };
         let key = spec::key(
             &KeyParts {
                 image: &self.image_id,
@@ -168,7 +165,21 @@ impl Environments {
             },
             files,
         )
-        .map_err(|e| EnvFailure::Declaration(DeclareError::Files(e)))?;
+        .map_err(DeclareError::Files)?;
+        Ok(Some((declared, key)))
+    }
+
+    /// The environment `declared` defines (kept under `key`) for
+    /// `repository`, whose base commit is checked out at `base` for the
+    /// sandbox user: kept, or built now.
+    pub async fn prepare(
+        &self,
+        backend: &dyn Backend,
+        repository: &str,
+        declared: Declared,
+        key: EnvKey,
+        base: &Path,
+    ) -> Result<Prepared, EnvFailure> {
         if !declared.needs_setup() {
             return Ok(Prepared {
                 declared,

@@ -32,6 +32,7 @@ use tracing::info;
 
 use crate::agent::prompts::Prompts;
 use crate::config::Config;
+use crate::environment::Environments;
 use crate::job::{Command, Job, JobOutcome, JobResult, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::reason::Reason;
@@ -52,6 +53,8 @@ pub struct Pipeline {
     /// The host's own credentials, by name: kept out of what is sent to
     /// the forge, of transcripts and of pushed changes.
     secrets: Vec<(String, SecretString)>,
+    /// Repositories' environments: their cache, the egress's policy.
+    environments: Arc<Environments>,
 }
 
 /// Why a job stopped, as its reason code and one line for people.
@@ -100,16 +103,18 @@ impl Pipeline {
         gitea: Option<Arc<dyn ForgeApi>>,
         backend: Arc<dyn Backend>,
         isolation: String,
-    ) -> Self {
+    ) -> Result<Self, String> {
         let secrets = crate::host_secrets::host_secrets(&config);
-        Pipeline {
+        let environments = Arc::new(Environments::new(&config)?);
+        Ok(Pipeline {
             config,
             github,
             gitea,
             backend,
             isolation,
             secrets,
-        }
+            environments,
+        })
     }
 
     /// The forge's API for a job: every call retried within the attempt
@@ -331,11 +336,21 @@ impl Pipeline {
                 number,
                 url,
                 updated,
+                evidence,
             } => {
-                let text = status::done(&url, number, updated);
+                let text = status::done(
+                    &url,
+                    number,
+                    updated,
+                    evidence.environment.as_ref(),
+                    evidence.testing.as_ref(),
+                );
                 let result = JobResult {
                     pull_request: Some(number),
                     url: Some(url),
+                    environment: evidence.environment.clone(),
+                    testing: evidence.testing.clone(),
+                    left_out: evidence.left_out.clone(),
                     ..JobResult::new(JobOutcome::Succeeded)
                 };
                 (text, result)

@@ -6,6 +6,7 @@ use std::time::Duration;
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
 use super::stages::Stage;
+use crate::environment::{EnvironmentReport, TestResult, Testing};
 use crate::reason::Reason;
 use crate::trigger::BotIdentity;
 
@@ -89,10 +90,49 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// The final form when a pull request was opened or updated.
-pub fn done(pr_url: &str, pr_number: u64, updated: bool) -> String {
+/// The final form when a pull request was opened or updated, with what
+/// it was made in and how its tests came out.
+pub fn done(
+    pr_url: &str,
+    pr_number: u64,
+    updated: bool,
+    environment: Option<&EnvironmentReport>,
+    testing: Option<&Testing>,
+) -> String {
     let verb = if updated { "Updated" } else { "Opened" };
-    format!("✅ {verb} #{pr_number}: {pr_url}\n")
+    let draft = testing.is_some_and(|t| t.result == TestResult::Failed) && !updated;
+    let what = if draft { " as a draft" } else { "" };
+    let mut out = format!("✅ {verb} #{pr_number}{what}: {pr_url}\n");
+    if let Some(env) = environment {
+        out.push_str(&format!("\n- Environment: {}\n", environment_line(env)));
+    }
+    if let Some(testing) = testing {
+        let tested = match (testing.result, testing.commands.last()) {
+            (TestResult::Passed, Some(c)) => format!("`{}` passed", one_line(&c.command, 100)),
+            (TestResult::Failed, Some(c)) => format!(
+                "`{}` failed (exit status {})",
+                one_line(&c.command, 100),
+                c.exit_code
+            ),
+            _ => "nothing was run that tests the change".to_owned(),
+        };
+        if environment.is_none() {
+            out.push('\n');
+        }
+        out.push_str(&format!("- Tests: {tested}\n"));
+    }
+    out
+}
+
+/// One line on an environment: where it came from, and whether it was
+/// set up for this job.
+fn environment_line(env: &EnvironmentReport) -> String {
+    let how = match (env.setup.is_some() || !env.packages.is_empty(), env.reused) {
+        (false, _) => "no setup".to_owned(),
+        (true, true) => "reused, no setup run".to_owned(),
+        (true, false) => format!("set up for this job in {:.0} s", env.setup_secs),
+    };
+    format!("{} ({how})", env.source)
 }
 
 /// The final form of a failed job: its reason code and one line.
@@ -257,6 +297,9 @@ pub struct PullRequestBody<'a> {
     pub cost_usd: f64,
     pub turns: u32,
     pub duration: Duration,
+    /// What the host saw tested (none for a resumed job).
+    pub testing: Option<&'a Testing>,
+    pub environment: Option<&'a EnvironmentReport>,
 }
 
 pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
@@ -274,6 +317,13 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
     if !b.left_out.is_empty() {
         out.push_str("\n**Left out** (pipes, sockets or devices: git cannot hold them)\n\n");
         out.push_str(b.left_out);
+    }
+    if let Some(testing) = b.testing {
+        out.push_str("\n**Testing** (what Forgehand saw run, not what the agent says)\n\n");
+        if let Some(env) = b.environment {
+            out.push_str(&format!("Environment: {}.\n\n", environment_line(env)));
+        }
+        out.push_str(&testing.to_markdown());
     }
     out.push_str(&format!(
         "\n---\n<sub>Forgehand · {} · {} turns · ${:.4} · {} s</sub>\n",
@@ -293,7 +343,7 @@ mod tests {
     fn the_status_comment_reads_as_a_checklist_and_ends_in_one_line() {
         assert_eq!(
             working(Stage::Agent),
-            "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy\n- [ ] agent ← now\n- [ ] gate, commit and push\n- [ ] pull request\n"
+            "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy\n- [x] environment\n- [ ] agent ← now\n- [ ] tests\n- [ ] gate, commit and push\n- [ ] pull request\n"
         );
         assert_eq!(
             failed(
@@ -328,7 +378,7 @@ mod tests {
             "🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start\n\nI will try again shortly (attempt 3 of 5).\n"
         );
         assert_eq!(
-            done("https://x/pull/2", 2, false),
+            done("https://x/pull/2", 2, false, None, None),
             "✅ Opened #2: https://x/pull/2\n"
         );
     }
@@ -345,6 +395,8 @@ mod tests {
             cost_usd: 0.0123,
             turns: 4,
             duration: Duration::from_secs(42),
+            testing: None,
+            environment: None,
         });
         assert!(body.starts_with("Fixed add.\n\nCloses #7\n"), "{body}");
         assert!(body.contains("- `calc.sh`"));

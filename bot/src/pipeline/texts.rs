@@ -14,7 +14,8 @@ use super::replies;
 use super::stages::answer::thread_reply;
 use super::stages::Stage;
 use super::status::{self, Attempt, PullRequestBody};
-use crate::agent::tools::ThreadReply;
+use crate::agent::tools::{CommandRun, ThreadReply};
+use crate::environment::{By, EnvironmentReport, TestCommand, Testing};
 use crate::job::{Command, Job, Task};
 use crate::reason::{Budget, Reason};
 use crate::store::JobState;
@@ -47,7 +48,9 @@ fn the_status_comment_at_each_stage() {
 
     - [ ] authorized ← now
     - [ ] working copy
+    - [ ] environment
     - [ ] agent
+    - [ ] tests
     - [ ] gate, commit and push
     - [ ] pull request
 
@@ -56,7 +59,9 @@ fn the_status_comment_at_each_stage() {
 
     - [x] authorized
     - [ ] working copy ← now
+    - [ ] environment
     - [ ] agent
+    - [ ] tests
     - [ ] gate, commit and push
     - [ ] pull request
 
@@ -65,7 +70,20 @@ fn the_status_comment_at_each_stage() {
 
     - [x] authorized
     - [x] working copy
+    - [ ] environment ← now
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
     - [ ] agent ← now
+    - [ ] tests
     - [ ] gate, commit and push
     - [ ] pull request
 
@@ -74,7 +92,20 @@ fn the_status_comment_at_each_stage() {
 
     - [x] authorized
     - [x] working copy
+    - [x] environment
     - [x] agent
+    - [ ] tests ← now
+    - [ ] gate, commit and push
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [x] tests
     - [ ] gate, commit and push ← now
     - [ ] pull request
 
@@ -83,7 +114,9 @@ fn the_status_comment_at_each_stage() {
 
     - [x] authorized
     - [x] working copy
+    - [x] environment
     - [x] agent
+    - [x] tests
     - [x] gate, commit and push
     - [ ] pull request ← now
     ");
@@ -101,7 +134,9 @@ fn the_status_comment_of_a_later_attempt() {
 
     - [x] authorized
     - [x] working copy
+    - [x] environment
     - [ ] agent ← now
+    - [ ] tests
     - [ ] gate, commit and push
     - [ ] pull request
 
@@ -116,8 +151,8 @@ fn the_status_comment_of_a_later_attempt() {
 
 #[test]
 fn the_status_comments_final_forms() {
-    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, false), @"✅ Opened #8: https://forge/acme/widgets/pull/8");
-    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, true), @"✅ Updated #8: https://forge/acme/widgets/pull/8");
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, false, None, None), @"✅ Opened #8: https://forge/acme/widgets/pull/8");
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, true, None, None), @"✅ Updated #8: https://forge/acme/widgets/pull/8");
     assert_snapshot!(
         status::failed(Reason::Budget(Budget::Turns), "the agent used all its turns (agent.max_turns)\ndetail"),
         @"❌ Stopped: `budget:turns`. the agent used all its turns (agent.max_turns)"
@@ -158,6 +193,8 @@ fn the_pull_request_body() {
         cost_usd: 0.0123,
         turns: 4,
         duration: Duration::from_secs(42),
+        testing: None,
+        environment: None,
     });
     assert_snapshot!(body, @"
     Fixed `add` to add.
@@ -182,6 +219,98 @@ fn the_pull_request_body() {
     ---
     <sub>Forgehand · Linux namespaces (bubblewrap): no network, but the host's kernel is shared · 4 turns · $0.0123 · 42 s</sub>
     ");
+}
+
+fn environment(reused: bool) -> EnvironmentReport {
+    EnvironmentReport {
+        key: "0".repeat(64),
+        reused,
+        setup_secs: 41.6,
+        source: "detected from the repository's files: pip".into(),
+        packages: vec!["python3-pip".into(), "python3-venv".into()],
+        setup: Some(
+            "python3 -m venv $HOME/.venv && $HOME/.venv/bin/pip install -r requirements.txt".into(),
+        ),
+        test: Some("$HOME/.venv/bin/python -m pytest".into()),
+    }
+}
+
+fn testing(exit_code: i32) -> Testing {
+    let ran = |command: &str, exit_code: i32| CommandRun {
+        command: command.into(),
+        exit_code,
+    };
+    Testing::observed(
+        &[
+            ran("ls", 0),
+            ran("python -m pytest -q", 1),
+            ran("python -m pytest -q", 0),
+        ],
+        Some("$HOME/.venv/bin/python -m pytest"),
+        &[TestCommand {
+            command: "$HOME/.venv/bin/python -m pytest".into(),
+            exit_code,
+            by: By::Host,
+        }],
+    )
+}
+
+/// With an environment and the host's test runs: what the status comment
+/// and the pull request say of them, passed and failed.
+#[test]
+fn the_evidence_of_testing() {
+    let (passed, failed) = (testing(0), testing(1));
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, false, Some(&environment(false)), Some(&passed)), @"
+    ✅ Opened #8: https://forge/acme/widgets/pull/8
+
+    - Environment: detected from the repository's files: pip (set up for this job in 42 s)
+    - Tests: `$HOME/.venv/bin/python -m pytest` passed
+    ");
+    assert_snapshot!(status::done("https://forge/acme/widgets/pull/8", 8, false, Some(&environment(true)), Some(&failed)), @"
+    ✅ Opened #8 as a draft: https://forge/acme/widgets/pull/8
+
+    - Environment: detected from the repository's files: pip (reused, no setup run)
+    - Tests: `$HOME/.venv/bin/python -m pytest` failed (exit status 1)
+    ");
+    let body = status::pull_request_body(&PullRequestBody {
+        summary: "Fixed `add`.",
+        closes: 7,
+        files: &["calc.py".into()],
+        findings: "",
+        left_out: "",
+        isolation: "Linux namespaces (bubblewrap)",
+        cost_usd: 0.0,
+        turns: 3,
+        duration: Duration::from_secs(9),
+        testing: Some(&failed),
+        environment: Some(&environment(true)),
+    });
+    assert_snapshot!(body, @"
+    Fixed `add`.
+
+    Closes #7
+
+    **Files changed**
+
+    - `calc.py`
+
+    **Testing** (what Forgehand saw run, not what the agent says)
+
+    Environment: detected from the repository's files: pip (reused, no setup run).
+
+    **The last test run failed**: this pull request is a draft until it passes.
+
+    | Command | Run by | Exit status |
+    | --- | --- | --- |
+    | `python -m pytest -q` | agent | 1 |
+    | `python -m pytest -q` | agent | 0 |
+    | `$HOME/.venv/bin/python -m pytest` | Forgehand | 1 |
+
+    ---
+    <sub>Forgehand · Linux namespaces (bubblewrap) · 3 turns · $0.0000 · 9 s</sub>
+    ");
+    let untested = Testing::observed(&[], None, &[]);
+    assert_snapshot!(untested.to_markdown(), @"No test command was run: this change is untested.");
 }
 
 #[test]

@@ -8,6 +8,7 @@ use super::run::JobRun;
 use super::stages::answer::Answer;
 use super::stages::Stage;
 use super::{Failure, Pipeline};
+use crate::environment::{EnvironmentReport, Prepared, Testing};
 
 impl Pipeline {
     /// The stages of an authorized job, in order (see [`super::stages`]);
@@ -21,14 +22,19 @@ impl Pipeline {
     ) -> Result<Done, Failure> {
         let mut work = self.task(run, order).await?;
         work.allow_sensitive = allow_sensitive;
-        let mut copy = self.working_copy(run, &work).await?;
-        if let Some(resumed) = copy.resumed.take() {
+        let mut source = self.fetch(run, &work).await?;
+        if let Some(resumed) = source.resumed.take() {
             // An earlier attempt pushed this job's commit: the agent's
             // and the gate's work is done; answer it.
             run.steps.done(Stage::Resumed);
             return self.answer(run, Answer::resumed(work, resumed)).await;
         }
-        let finished = self.agent(run, &copy, &work).await?;
+        let mut environment = self.environment(run, &mut source).await?;
+        let environment_report = environment.as_ref().map(Prepared::report);
+        let copy = self
+            .working_copy(run, &work, source, environment.as_mut())
+            .await?;
+        let finished = self.agent(run, &copy, &work, environment.as_ref()).await?;
         if work.plan_only {
             // A plan changes nothing: what the agent wrote is thrown away.
             return Ok(Done::Planned {
@@ -41,6 +47,7 @@ impl Pipeline {
             finished,
             published,
             resumed: false,
+            environment: environment_report,
         };
         self.answer(run, answer).await
     }
@@ -67,8 +74,19 @@ pub(super) enum Done {
         url: String,
         /// A follow-up pushed to an existing pull request.
         updated: bool,
+        evidence: Box<Evidence>,
     },
     Planned {
         plan: String,
     },
+}
+
+/// What the pull request shows it was made with: the environment, what
+/// was tested and how it came out, what was not committed.
+pub(super) struct Evidence {
+    pub environment: Option<EnvironmentReport>,
+    pub testing: Option<Testing>,
+    pub left_out: Vec<String>,
+    /// Its tests fail: opened as a draft.
+    pub draft: bool,
 }

@@ -355,10 +355,16 @@ impl ForgeApi for GiteaClient {
         pr: &NewPullRequest<'_>,
     ) -> Result<PullRequest, ForgeError> {
         let base = Self::repo_path(repo);
+        // Gitea's drafts are pull requests whose title says so.
+        let title = if pr.draft {
+            format!("WIP: {}", pr.title)
+        } else {
+            pr.title.to_owned()
+        };
         let answer = match self.open_pull_from(repo, pr.head, pr.base).await? {
             Some(found) => {
                 let edit = EditPull {
-                    title: pr.title,
+                    title: &title,
                     body: pr.body,
                 };
                 let path = format!("{base}/pulls/{}", found.number);
@@ -366,10 +372,11 @@ impl ForgeApi for GiteaClient {
             }
             None => {
                 let new = NewPull {
-                    title: pr.title,
+                    title: &title,
                     body: pr.body,
                     head: pr.head,
                     base: pr.base,
+                    draft: false,
                 };
                 self.send(Method::POST, &format!("{base}/pulls"), Some(&new))
                     .await?

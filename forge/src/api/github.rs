@@ -518,6 +518,7 @@ impl ForgeApi for GitHubClient {
                     body: pr.body,
                     head: pr.head,
                     base: pr.base,
+                    draft: pr.draft,
                 };
                 self.call(repo, Method::POST, &format!("{base}/pulls"), Some(&new))
                     .await?

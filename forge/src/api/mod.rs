@@ -71,6 +71,9 @@ pub struct NewPullRequest<'a> {
     /// The bot's branch.
     pub head: &'a str,
     pub base: &'a str,
+    /// Opened as a draft (the change's tests fail): GitHub's own draft
+    /// flag; Gitea and Forgejo mark a draft by a `WIP:` title.
+    pub draft: bool,
 }
 
 /// A review of a pull request by a person.

@@ -131,6 +131,7 @@ impl ForgeApi for Outbound {
             body: &body,
             head: pr.head,
             base: pr.base,
+            draft: pr.draft,
         };
         self.inner.open_pull_request(repo, &filtered).await
     }
@@ -345,6 +346,7 @@ mod tests {
             body: &text,
             head: "forgehand/1",
             base: "main",
+            draft: false,
         };
         api.open_pull_request(&repo, &pr).await.unwrap();
         let thread = ReviewComment {

@@ -75,6 +75,9 @@ pub(crate) struct NewPull<'a> {
     pub body: &'a str,
     pub head: &'a str,
     pub base: &'a str,
+    /// GitHub's; never sent to Gitea (its API has no such field).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub draft: bool,
 }
 
 #[derive(Serialize)]

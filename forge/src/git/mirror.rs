@@ -163,15 +163,16 @@ impl Mirror {
         ))
     }
 
-    /// A working copy over a shared checkout (`checkout`): the files at
-    /// `work_dir` are already there (an overlay the caller mounted over
-    /// the checkout), so nothing is checked out. The git directory at
-    /// `git_dir` gets the mirror's objects, `branch` at the checkout's
-    /// commit, and a copy of the checkout's index, so that git finds the
+    /// A working copy over a shared checkout of `commit` whose git index
+    /// is `index`: the files at `work_dir` are already there (an overlay
+    /// the caller mounted over the checkout), so nothing is checked out.
+    /// The git directory at `git_dir` gets the mirror's objects, `branch`
+    /// at `commit`, and a copy of the index, so that git finds the
     /// unchanged files unchanged without reading them.
     pub fn layered_copy(
         &self,
-        checkout: &super::Checkout,
+        commit: git2::Oid,
+        index: &Path,
         work_dir: &Path,
         git_dir: &Path,
         branch: &str,
@@ -191,12 +192,12 @@ impl Mirror {
             .map_err(|e| git2::Error::from_str(&format!("cannot link objects: {e}")))?;
         repo.reference(
             &format!("refs/heads/{branch}"),
-            checkout.commit,
+            commit,
             true,
             "from the shared checkout",
         )?;
         repo.set_head(&format!("refs/heads/{branch}"))?;
-        std::fs::copy(&checkout.index, git_dir.join("index"))
+        std::fs::copy(index, git_dir.join("index"))
             .map_err(|e| git2::Error::from_str(&format!("cannot copy the index: {e}")))?;
         Ok(repo)
     }

@@ -211,6 +211,16 @@ pub fn isolate_from_host_config() {
                 tracing::warn!(%error, ?level, "could not stop libgit2 reading host git config");
             }
         }
+        // Every git directory the host opens is its own (mirrors, a job's
+        // git directory outside its tree, a local repository the operator
+        // named); a job's work tree belongs to the sandbox user by design
+        // (it writes through an overlay) and holds no `.git`, so nothing
+        // of the sandbox's is read as configuration: libgit2's ownership
+        // check would only refuse that layout.
+        // SAFETY: a global option set once, before git is used elsewhere.
+        if let Err(error) = unsafe { git2::opts::set_verify_owner_validation(false) } {
+            tracing::warn!(%error, "could not turn libgit2's ownership check off");
+        }
     });
 }
 

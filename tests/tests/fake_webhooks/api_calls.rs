@@ -28,6 +28,7 @@ async fn the_bots_api_calls(kind: Kind) {
         body: "Fixes #1.",
         head: "forgehand/issue-1",
         base: "main",
+        draft: false,
     };
     let pr = api.open_pull_request(&repo, &new).await.unwrap();
     new.title = "Fix add()";

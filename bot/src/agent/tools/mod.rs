@@ -57,7 +57,22 @@ pub struct Toolbox<'a> {
     pub sandbox: &'a dyn Sandbox,
     /// The longest one `bash` call may run (the sandbox's own limit).
     pub max_command_time: Duration,
+    /// Every command the agent ran and how it ended, as the host saw it
+    /// (the pull request's evidence of testing comes from here, never
+    /// from what the model says).
+    pub ran: std::sync::Mutex<Vec<CommandRun>>,
 }
+
+/// A command the agent ran in the sandbox, and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CommandRun {
+    pub command: String,
+    pub exit_code: i32,
+}
+
+/// At most this many commands are kept, each cut at this many characters.
+const MAX_RAN: usize = 500;
+const MAX_COMMAND_CHARS: usize = 500;
 
 /// Every tool the model is offered.
 pub fn specs() -> &'static [ToolSpec] {
@@ -81,8 +96,15 @@ impl Toolbox<'_> {
                 Ok(a) => shell::grep(self.sandbox, a).await,
                 Err(e) => Err(e),
             },
-            "bash" => match parse(args) {
-                Ok(a) => shell::bash(self.sandbox, a, self.max_command_time).await,
+            "bash" => match parse::<schema::BashArgs>(args) {
+                Ok(a) => {
+                    let command: String = a.command.chars().take(MAX_COMMAND_CHARS).collect();
+                    let ran = shell::bash(self.sandbox, a, self.max_command_time).await;
+                    ran.map(|(text, status)| {
+                        self.record(command, status.code());
+                        text
+                    })
+                }
                 Err(e) => Err(e),
             },
             "finish" => {
@@ -105,6 +127,18 @@ impl Toolbox<'_> {
 }
 
 impl Toolbox<'_> {
+    fn record(&self, command: String, exit_code: i32) {
+        let mut ran = self.ran.lock().unwrap_or_else(|p| p.into_inner());
+        if ran.len() < MAX_RAN {
+            ran.push(CommandRun { command, exit_code });
+        }
+    }
+
+    /// The commands run so far.
+    pub fn commands(&self) -> Vec<CommandRun> {
+        self.ran.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// A file tool, on a blocking thread: the run's time budget (the
     /// caller's timeout) can then stop waiting for it, and the async
     /// workers never wait on the file system.

@@ -6,11 +6,12 @@ use forgehand_sandbox::{ExecRequest, ExitStatus, Sandbox};
 
 use super::schema::{BashArgs, GrepArgs};
 
+/// Runs the command; its report for the model, and how it ended.
 pub async fn bash(
     sandbox: &dyn Sandbox,
     args: BashArgs,
     max_time: Duration,
-) -> Result<String, String> {
+) -> Result<(String, ExitStatus), String> {
     let timeout = args
         .timeout_secs
         .map(Duration::from_secs)
@@ -33,7 +34,7 @@ pub async fn bash(
     out.push_str(&output.stdout.to_text());
     out.push_str("--- stderr ---\n");
     out.push_str(&output.stderr.to_text());
-    Ok(out)
+    Ok((out, output.status))
 }
 
 pub async fn grep(sandbox: &dyn Sandbox, args: GrepArgs) -> Result<String, String> {

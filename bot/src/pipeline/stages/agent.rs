@@ -1,22 +1,30 @@
-//! Stage 2: the agent, in a sandbox over the working copy: the model
+//! Stage 4: the agent, in a sandbox over the working copy: the model
 //! loop runs here on the host, every tool call in the sandbox, within the
 //! host's budgets, into a transcript with the job's secrets redacted.
+//! Then the repository's test command, run by the host in the same
+//! sandbox: a failure goes back to the agent for a bounded number of
+//! rounds (`environment.test_retries`). What was tested is what the host
+//! saw, never what the model says.
 
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::working_copy::WorkingCopy;
 use super::Stage;
+use crate::agent::session::Started;
 use crate::agent::tools::ThreadReply;
-use crate::agent::{Outcome, Session, Transcript};
+use crate::agent::{AgentReport, Outcome, Session, Transcript};
+use crate::environment::{Prepared, Testing};
 
-/// What the agent said when it called `finish`, and what it cost.
+/// What the agent said when it called `finish`, what it cost, and what
+/// was tested.
 pub(in crate::pipeline) struct Finished {
     pub title: String,
     pub summary: String,
     pub replies: Vec<ThreadReply>,
     pub cost_usd: f64,
     pub turns: u32,
+    pub testing: Testing,
 }
 
 impl Pipeline {
@@ -25,9 +33,9 @@ impl Pipeline {
         run: &mut JobRun<'_>,
         copy: &WorkingCopy,
         work: &Work,
+        environment: Option<&Prepared>,
     ) -> Result<Finished, Failure> {
         run.progress(Stage::Agent).await;
-        let tree = copy.job_dir.tree();
         let claimed = run.claimed;
         let mut transcript = Transcript::create(
             &self.config.agent.transcript_dir,
@@ -36,33 +44,76 @@ impl Pipeline {
         )
         .map_err(Failure::infra)?;
         run.steps.transcript = Some(transcript.path().display().to_string());
+        // The session holds what it borrows for as long as it lives; the
+        // stage goes on recording its steps meanwhile.
+        let prompts = run.prompts.clone();
         let session = Session {
             config: &self.config,
             model: &self.config.model,
             backend: &*self.backend,
-            tree: &tree,
-            prompts: &run.prompts,
+            tree: copy.layered.tree(),
+            spec: copy.layered.spec(&self.config.sandbox),
+            prompts: &prompts,
             task: work.prompt.clone(),
         };
-        let started = session.start().await.map_err(Failure::infra)?;
+        let mut started = session.start().await.map_err(Failure::infra)?;
         run.steps.done(Stage::Sandbox);
-        let report = started.run(&mut transcript).await;
-        match report.outcome {
-            Outcome::Finished {
-                summary,
-                title,
-                replies,
-            } => {
-                run.steps.done(Stage::Agent);
-                Ok(Finished {
-                    title,
-                    summary,
-                    replies,
-                    cost_usd: report.cost_usd,
-                    turns: report.turns,
-                })
+        // A plan changes nothing: nothing to test.
+        let test = environment
+            .and_then(|e| e.declared.test.as_deref())
+            .filter(|_| !work.plan_only);
+        let finished = self.rounds(run, &mut started, &mut transcript, test).await;
+        started.close().await;
+        finished
+    }
+
+    /// The agent's first round, then the tests (`test_rounds`: another
+    /// round each while they fail and rounds are left).
+    async fn rounds(
+        &self,
+        run: &mut JobRun<'_>,
+        started: &mut Started<'_>,
+        transcript: &mut Transcript,
+        test: Option<&str>,
+    ) -> Result<Finished, Failure> {
+        let report = started.run(transcript).await;
+        let mut finished =
+            finished(report).map_err(|(reason, message)| Failure::new(reason, message))?;
+        run.steps.done(Stage::Agent);
+        let mut host_runs = Vec::new();
+        if let Some(test) = test {
+            run.progress(Stage::Tests).await;
+            let retries = self.config.environment.test_retries;
+            let (runs, again) = started
+                .test_rounds(transcript, test, retries)
+                .await
+                .map_err(Failure::infra)?;
+            host_runs = runs;
+            if let Some(Ok(again)) = again.map(self::finished) {
+                finished = again;
             }
-            Outcome::Stopped { reason, message } => Err(Failure::new(reason, message)),
+            run.steps.done(Stage::Tests);
         }
+        finished.testing = Testing::observed(started.commands(), test, &host_runs);
+        Ok(finished)
+    }
+}
+
+/// What the agent finished with, or why it stopped.
+fn finished(report: AgentReport) -> Result<Finished, (crate::reason::Reason, String)> {
+    match report.outcome {
+        Outcome::Finished {
+            summary,
+            title,
+            replies,
+        } => Ok(Finished {
+            title,
+            summary,
+            replies,
+            cost_usd: report.cost_usd,
+            turns: report.turns,
+            testing: Testing::observed(&[], None, &[]),
+        }),
+        Outcome::Stopped { reason, message } => Err((reason, message)),
     }
 }

@@ -10,13 +10,14 @@ use tracing::warn;
 
 use super::super::run::JobRun;
 use super::super::status;
-use super::super::work::{Done, Work};
+use super::super::work::{Done, Evidence, Work};
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
 use super::Stage;
 use crate::agent::tools::ThreadReply;
+use crate::environment::{EnvironmentReport, TestResult, Testing};
 
 /// What answering needs of the stages before it.
 pub(in crate::pipeline) struct Answer {
@@ -26,6 +27,8 @@ pub(in crate::pipeline) struct Answer {
     /// The commit was pushed by an earlier attempt of this job, which may
     /// have answered some review threads before it died.
     pub resumed: bool,
+    /// The environment the job worked in.
+    pub environment: Option<EnvironmentReport>,
 }
 
 impl Answer {
@@ -37,12 +40,15 @@ impl Answer {
             replies: Vec::new(),
             cost_usd: 0.0,
             turns: 0,
+            // What this attempt did not see is not claimed.
+            testing: Testing::observed(&[], None, &[]),
         };
         let published = Published {
             commit: resumed.commit,
             files: resumed.files,
             findings: String::new(),
             left_out: String::new(),
+            ignored: Vec::new(),
             title: resumed.title,
             summary: resumed.summary,
         };
@@ -51,6 +57,7 @@ impl Answer {
             finished,
             published,
             resumed: true,
+            environment: None,
         }
     }
 }
@@ -66,18 +73,16 @@ impl Pipeline {
             finished,
             published,
             resumed,
+            environment,
         } = answer;
+        let evidence = Box::new(Evidence {
+            draft: finished.testing.result == TestResult::Failed,
+            testing: Some(finished.testing.clone()).filter(|_| !resumed),
+            environment,
+            left_out: published.ignored.clone(),
+        });
         let (claimed, api, repo) = (run.claimed, run.api, run.repo);
-        // Not worth failing the job over.
-        let checked = CommitStatus {
-            state: StatusState::Success,
-            context: "forgehand",
-            description: "integrity and secret checks passed",
-            target_url: None,
-        };
-        if let Err(error) = api.set_status(repo, &published.commit, &checked).await {
-            warn!(%error, "setting the commit status failed");
-        }
+        set_checked(run, &published.commit).await;
         if let Some((pr, threads)) = work.follow_up {
             let sha: String = published.commit.chars().take(10).collect();
             let answered = if resumed {
@@ -99,6 +104,7 @@ impl Pipeline {
                 number: pr.number,
                 url: pr.url,
                 updated: true,
+                evidence,
             });
         }
         run.progress(Stage::PullRequest).await;
@@ -112,12 +118,15 @@ impl Pipeline {
             cost_usd: finished.cost_usd,
             turns: finished.turns,
             duration: run.started.elapsed(),
+            testing: evidence.testing.as_ref(),
+            environment: evidence.environment.as_ref(),
         });
         let new = NewPullRequest {
             title: &published.title,
             body: &body,
             head: &work.branch,
             base: &work.base,
+            draft: evidence.draft,
         };
         // Safe to repeat: the open pull request of the branch is looked for
         // first, so a try that made it before failing is not made twice.
@@ -135,6 +144,7 @@ impl Pipeline {
             number: pr.number,
             url: pr.url,
             updated: false,
+            evidence,
         })
     }
 }
@@ -167,6 +177,20 @@ impl Pipeline {
 /// (both forges put an answer on the line of the comment it answers).
 fn answers(reply: &ReviewComment, thread: &ReviewComment) -> bool {
     reply.id > thread.id && reply.path == thread.path && reply.line == thread.line
+}
+
+/// The gate's verdict as the commit's status. Not worth failing the job
+/// over.
+async fn set_checked(run: &JobRun<'_>, commit: &str) {
+    let checked = CommitStatus {
+        state: StatusState::Success,
+        context: "forgehand",
+        description: "integrity and secret checks passed",
+        target_url: None,
+    };
+    if let Err(error) = run.api.set_status(run.repo, commit, &checked).await {
+        warn!(%error, "setting the commit status failed");
+    }
 }
 
 /// The answer in review thread `n` (numbered from 1, as the task lists

@@ -1,17 +1,23 @@
 //! The stages of a job's work once it is authorized, one file each, in
 //! the order [`super::Pipeline::work`] runs them:
 //!
-//! 1. [`working_copy`]: the mirror updated, the working copy on the bot's
-//!    branch in a job directory of its own, the integrity snapshot;
-//! 2. [`agent`]: the agent in a sandbox over that copy;
-//! 3. [`publish`]: the gate, the commit and the push;
-//! 4. [`answer`]: the commit's status, then the replies in the review
+//! 1. [`working_copy`] (`fetch`): the mirror updated, the base commit's
+//!    shared checkout, what it declares of its environment;
+//! 2. [`environment`]: the environment kept, or built in the setup phase;
+//! 3. [`working_copy`]: the job's working copy layered over both, on the
+//!    bot's branch, the integrity snapshot;
+//! 4. [`agent`]: the agent in a sandbox over that copy, then the
+//!    repository's tests run by the host (a failure goes back to the
+//!    agent);
+//! 5. [`publish`]: the gate, the commit and the push;
+//! 6. [`answer`]: the commit's status, then the replies in the review
 //!    threads or the pull request.
 //!
 //! Each takes what the one before it made, typed, and nothing else.
 
 pub(super) mod agent;
 pub(super) mod answer;
+pub(super) mod environment;
 pub(super) mod publish;
 pub(super) mod working_copy;
 
@@ -21,8 +27,10 @@ pub(super) mod working_copy;
 pub enum Stage {
     Authorized,
     WorkingCopy,
+    Environment,
     Sandbox,
     Agent,
+    Tests,
     Publish,
     PullRequest,
     /// A follow-up's answers in its review threads, instead of a pull
@@ -36,10 +44,12 @@ impl Stage {
     /// The stages the status comment lists, in order (the sandbox is part
     /// of the agent's line; replies and resumption are not steps of their
     /// own there).
-    pub const CHECKLIST: [Stage; 5] = [
+    pub const CHECKLIST: [Stage; 7] = [
         Stage::Authorized,
         Stage::WorkingCopy,
+        Stage::Environment,
         Stage::Agent,
+        Stage::Tests,
         Stage::Publish,
         Stage::PullRequest,
     ];
@@ -49,6 +59,8 @@ impl Stage {
         match self {
             Stage::Authorized => "authorized",
             Stage::WorkingCopy => "working copy",
+            Stage::Environment => "environment",
+            Stage::Tests => "tests",
             Stage::Sandbox => "sandbox",
             Stage::Agent => "agent",
             Stage::Publish => "gate, commit and push",

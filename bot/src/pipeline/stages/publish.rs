@@ -23,6 +23,9 @@ pub(in crate::pipeline) struct Published {
     /// files), and what was left out, as Markdown.
     pub findings: String,
     pub left_out: String,
+    /// What was not committed because git ignores it: the repository's
+    /// ignore rules, the environment's files, toolchains' artefacts.
+    pub ignored: Vec<String>,
     /// The agent's title and summary, redacted.
     pub title: String,
     pub summary: String,
@@ -92,22 +95,25 @@ impl Pipeline {
                 ));
             };
             let files = changed_files(&repo, commit).map_err(Failure::infra)?;
+            let ignored = crate::environment::ignored_paths(&repo).map_err(Failure::infra)?;
             Ok((
                 commit.to_string(),
                 files,
                 delivery.cleared.report.to_markdown(),
                 delivery.cleared.report.left_out_markdown(),
+                ignored,
             ))
             // The job directory goes here, its file system unmounted.
         })
         .await
         .map_err(Failure::infra)??;
-        let (commit, files, findings, left_out) = delivered;
+        let (commit, files, findings, left_out, ignored) = delivered;
         run.steps.done(Stage::Publish);
         Ok(Published {
             commit,
             files,
             findings,
+            ignored,
             left_out,
             title,
             summary,

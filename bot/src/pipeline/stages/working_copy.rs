@@ -1,31 +1,67 @@
-//! Stage 1: the working copy, from the mirror, on the bot's branch (its
-//! existing one when an earlier run pushed it), in a job directory that
-//! is removed (its file system unmounted) on every way out; and the
-//! integrity snapshot the gate compares the agent's tree with.
+//! Stage 1: what the job starts from, and the working copy over it. The
+//! mirror is updated; the base commit (the bot's branch tip for a
+//! follow-up) is checked out once, shared by every job that starts from
+//! it; its declared environment is read from its git objects. Then, once
+//! the environment is had (`environment.rs`), the job's working copy: its
+//! writable layer over the environment's over the shared checkout, in a
+//! job directory removed (its file systems unmounted) on every way out,
+//! with its git directory beside, and the integrity snapshot the gate
+//! compares the agent's tree with.
 
-use forgehand_forge::git::{self, gate, Credentials, MirrorCache};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use forgehand_environment::spec::{DeclareError, Declared, EnvKey};
+use forgehand_forge::git::{self, gate, Checkout, Checkouts, Credentials, Mirror, MirrorCache};
 
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::Stage;
+use crate::environment::{write_exclusions, CommitFiles, Environments, Layered, Prepared};
 use crate::jobdir::JobDir;
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
 
-/// What the later stages work in and push with.
-pub(in crate::pipeline) struct WorkingCopy {
-    pub job_dir: JobDir,
+/// What the job starts from.
+pub(in crate::pipeline) struct Source {
     pub url: String,
     pub credentials: Credentials,
     /// The bot's branch tip an earlier run pushed, which the push must
     /// find unchanged.
     pub expected: Option<git2::Oid>,
-    pub before: git::Snapshot,
     /// An earlier attempt of this very job pushed its commit (the bot's,
     /// with this job's `Forgehand-Job:` trailer) and then died: the
     /// agent's work is done, and the job goes on from there.
     pub resumed: Option<Resumed>,
+    /// The commit the job works on: the bot's branch for a follow-up,
+    /// else the base branch's.
+    pub checkout: Checkout,
+    /// The base branch's commit, when it is not the one worked on: the
+    /// environment is always the base's (setup never runs on a tree the
+    /// agent changed).
+    pub base_checkout: Option<Checkout>,
+    mirror: PathBuf,
+    /// What the base commit declares of its environment, and its key.
+    pub declared: Result<Option<(Declared, EnvKey)>, DeclareError>,
+}
+
+impl Source {
+    /// The base commit's files, for the environment's setup.
+    pub fn base_tree(&self) -> &std::path::Path {
+        &self.base_checkout.as_ref().unwrap_or(&self.checkout).tree
+    }
+}
+
+/// What the later stages work in and push with.
+pub(in crate::pipeline) struct WorkingCopy {
+    // Dropped before the job directory: unmounted first.
+    pub layered: Layered,
+    pub job_dir: JobDir,
+    pub url: String,
+    pub credentials: Credentials,
+    pub expected: Option<git2::Oid>,
+    pub before: git::Snapshot,
 }
 
 /// This job's commit, pushed by an earlier attempt.
@@ -39,11 +75,13 @@ pub(in crate::pipeline) struct Resumed {
 }
 
 impl Pipeline {
-    pub(in crate::pipeline) async fn working_copy(
+    /// The mirror updated, the base commit's shared checkout, what it
+    /// declares, and whether an earlier attempt pushed this job's commit.
+    pub(in crate::pipeline) async fn fetch(
         &self,
         run: &mut JobRun<'_>,
         work: &Work,
-    ) -> Result<WorkingCopy, Failure> {
+    ) -> Result<Source, Failure> {
         let (claimed, repo) = (run.claimed, run.repo);
         let job = &claimed.job;
         let url = job.repo.clone_url.clone().ok_or_else(|| {
@@ -61,63 +99,154 @@ impl Pipeline {
         // token is in no configuration): kept out of what leaves.
         run.secrets.push(("forge token".to_owned(), token.clone()));
         let credentials = Credentials::Token { username, token };
-        let job_dir = self.job_dir(claimed)?;
-        // Mirrors hold the repository's code: for Forgehand's user alone.
-        crate::private::dir(&self.config.git.mirror_dir).map_err(Failure::infra)?;
-        let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
+        // Mirrors and checkouts hold the repository's code: for
+        // Forgehand's user alone.
+        for dir in [&self.config.git.mirror_dir, &self.config.git.work_dir] {
+            crate::private::dir(dir).map_err(Failure::infra)?;
+        }
         let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
-        let limits = self.config.git.tree_limits(self.config.sandbox.disk_mib);
-        let (tree, git_dir) = (job_dir.tree(), job_dir.git_dir());
-        let (source, with, branch, base) = (
-            url.clone(),
-            credentials.clone(),
-            work.branch.clone(),
-            work.base.clone(),
-        );
-        let (job_id, bot_email) = (claimed.id, self.config.git.commit_email.clone());
-        let prepared = tokio::task::spawn_blocking(move || {
-            // Retried within the call; what is left is worth another
-            // attempt only if waiting could fix it (not refused
-            // credentials, say).
-            let mirror = mirrors
-                .update(&key, &source, &with)
-                .map_err(|e| (e.to_string(), e.is_transient()))?;
-            let pushed_before = mirror
-                .repo
-                .find_reference(&format!("refs/heads/{branch}"))
-                .is_ok();
-            let (copy, expected) = if pushed_before {
-                let (copy, tip) = mirror
-                    .follow_up_copy(&tree, &git_dir, &branch)
-                    .map_err(|e| (e.to_string(), true))?;
-                (copy, Some(tip))
-            } else {
-                let copy = mirror
-                    .working_copy(&tree, &git_dir, &base, &branch)
-                    .map_err(|e| (e.to_string(), true))?;
-                (copy, None)
-            };
-            let before = gate::before(&copy, limits).map_err(|e| (e.to_string(), true))?;
-            // The tip is this very job's commit (a follow-up's branch also
-            // holds earlier jobs' commits, with their own job numbers).
-            let resumed = expected.and_then(|tip| resumed(&copy, tip, job_id, &bot_email));
-            Ok::<_, (String, bool)>((expected, before, resumed))
-        })
+        let fetching = Fetching {
+            mirrors: MirrorCache::new(self.config.git.mirror_dir.clone()),
+            checkouts: Checkouts::new(self.config.git.work_dir.join("checkouts")),
+            environments: self.environments.clone(),
+            backend: self.backend.clone(),
+            key,
+            repository: job.repository_key(),
+            url: url.clone(),
+            credentials: credentials.clone(),
+            branch: work.branch.clone(),
+            base: work.base.clone(),
+            job_id: claimed.id,
+            bot_email: self.config.git.commit_email.clone(),
+        };
+        let handle = tokio::runtime::Handle::current();
+        let source = tokio::task::spawn_blocking(move || fetching.run(&handle))
+            .await
+            .map_err(Failure::infra)?
+            .map_err(|(message, retryable)| Failure {
+                reason: Reason::ForgeError,
+                message,
+                retryable,
+            })?;
+        run.steps.done(Stage::WorkingCopy);
+        Ok(source)
+    }
+
+    /// The job's working copy over `source` and the environment: its
+    /// layers mounted, its git directory, what git must leave out, the
+    /// integrity snapshot.
+    pub(in crate::pipeline) async fn working_copy(
+        &self,
+        run: &mut JobRun<'_>,
+        work: &Work,
+        source: Source,
+        prepared: Option<&mut Prepared>,
+    ) -> Result<WorkingCopy, Failure> {
+        let job_dir = self.job_dir(run.claimed)?;
+        let env = prepared.and_then(|p| p.env.take());
+        let layered = Layered::mount(
+            &*self.backend,
+            &job_dir,
+            source.checkout,
+            env,
+            &self.config.sandbox.rootfs,
+        )
         .await
         .map_err(Failure::infra)?;
-        let (expected, before, resumed) = prepared.map_err(|(message, retryable)| Failure {
-            reason: Reason::ForgeError,
-            message,
-            retryable,
-        })?;
-        run.steps.done(Stage::WorkingCopy);
+        let limits = self.config.git.tree_limits(self.config.sandbox.disk_mib);
+        let (tree, git_dir) = (layered.tree().to_owned(), job_dir.git_dir());
+        let (mirror, branch) = (source.mirror.clone(), work.branch.clone());
+        let exclusions = layered.exclusions();
+        let (commit, index) = (layered.commit(), layered.index().to_owned());
+        let before = tokio::task::spawn_blocking(move || {
+            let mirror = Mirror::local(&mirror).map_err(|e| e.to_string())?;
+            let copy = mirror
+                .layered_copy(commit, &index, &tree, &git_dir, &branch)
+                .map_err(|e| e.to_string())?;
+            write_exclusions(&git_dir, &exclusions).map_err(|e| e.to_string())?;
+            gate::before(&copy, limits).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(Failure::infra)?
+        .map_err(Failure::infra)?;
         Ok(WorkingCopy {
+            layered,
             job_dir,
-            url,
-            credentials,
-            expected,
+            url: source.url,
+            credentials: source.credentials,
+            expected: source.expected,
             before,
+        })
+    }
+}
+
+/// What [`Pipeline::fetch`] does on a blocking thread.
+struct Fetching {
+    mirrors: MirrorCache,
+    checkouts: Checkouts,
+    environments: Arc<Environments>,
+    backend: Arc<dyn forgehand_sandbox::Backend>,
+    key: String,
+    repository: String,
+    url: String,
+    credentials: Credentials,
+    branch: String,
+    base: String,
+    job_id: i64,
+    bot_email: String,
+}
+
+impl Fetching {
+    fn run(self, handle: &tokio::runtime::Handle) -> Result<Source, (String, bool)> {
+        // Retried within the call; what is left is worth another attempt
+        // only if waiting could fix it (not refused credentials, say).
+        let mirror = self
+            .mirrors
+            .update(&self.key, &self.url, &self.credentials)
+            .map_err(|e| (e.to_string(), e.is_transient()))?;
+        let local = |e: git2::Error| (e.to_string(), true);
+        // A follow-up (or a retry after a push) starts from the bot's
+        // branch as pushed; new work from the base branch. The environment
+        // is the base branch's either way.
+        let base = mirror.branch_commit(&self.base).map_err(local)?;
+        let (commit, expected) = match mirror.branch_commit(&self.branch) {
+            Ok(tip) => (tip, Some(tip)),
+            Err(_) => (base, None),
+        };
+        // The tip is this very job's commit (a follow-up's branch also
+        // holds earlier jobs' commits, with their own job numbers).
+        let resumed =
+            expected.and_then(|tip| resumed(&mirror.repo, tip, self.job_id, &self.bot_email));
+        let backend = self.backend.clone();
+        let give = move |tree: &std::path::Path| {
+            handle
+                .block_on(backend.prepare_for_sandbox(tree))
+                .map_err(std::io::Error::other)
+        };
+        let ensure = |commit| {
+            self.checkouts
+                .ensure(&self.key, &mirror.repo, commit, &give)
+                .map_err(|e| (e.to_string(), true))
+        };
+        let checkout = ensure(commit)?;
+        let base_checkout = if base == commit {
+            None
+        } else {
+            Some(ensure(base)?)
+        };
+        self.checkouts.prune(&self.key, 3, commit);
+        let declared = CommitFiles::new(&mirror.repo, base)
+            .map_err(local)
+            .map(|files| self.environments.declare(&files, &self.repository))?;
+        Ok(Source {
+            url: self.url,
+            credentials: self.credentials,
+            expected,
             resumed,
+            checkout,
+            base_checkout,
+            mirror: mirror.path.clone(),
+            declared,
         })
     }
 }

@@ -1,0 +1,71 @@
+//! Stage 2: the repository's environment, as its base commit declares it
+//! (never the bot's branch or the agent's tree): kept from an earlier job,
+//! or built now in the setup phase, whose only way out is the egress
+//! proxy. A declaration with a mistake, or a setup that fails, ends the
+//! job saying where and why.
+
+use super::super::run::JobRun;
+use super::super::{Failure, Pipeline};
+use super::working_copy::Source;
+use super::Stage;
+use crate::environment::{EnvFailure, Prepared};
+use crate::reason::{EnvProblem, Reason};
+
+impl Pipeline {
+    pub(in crate::pipeline) async fn environment(
+        &self,
+        run: &mut JobRun<'_>,
+        source: &mut Source,
+    ) -> Result<Option<Prepared>, Failure> {
+        let declared = std::mem::replace(&mut source.declared, Ok(None));
+        let declared = declared.map_err(|e| failure(EnvFailure::Declaration(e)))?;
+        let Some((declared, key)) = declared else {
+            run.steps.done(Stage::Environment);
+            return Ok(None);
+        };
+        run.progress(Stage::Environment).await;
+        let prepared = self
+            .environments
+            .prepare(
+                &*self.backend,
+                &run.job().repository_key(),
+                declared,
+                key,
+                source.base_tree(),
+            )
+            .await
+            .map_err(failure)?;
+        run.steps.done(Stage::Environment);
+        Ok(Some(prepared))
+    }
+}
+
+fn failure(failure: EnvFailure) -> Failure {
+    match failure {
+        EnvFailure::Declaration(error) => Failure::new(
+            Reason::Environment(EnvProblem::Declaration),
+            error.to_string(),
+        ),
+        EnvFailure::Setup(error) => Failure::new(
+            Reason::Environment(EnvProblem::Setup),
+            tail(&error.to_string(), 40),
+        ),
+        EnvFailure::Infra(message) => Failure::infra(message),
+    }
+}
+
+/// The first line and the last `lines` of a long text: what a setup
+/// printed ends with why it failed.
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    if all.len() <= lines + 1 {
+        return text.to_owned();
+    }
+    let mut out = all[0].to_owned();
+    out.push_str(&format!("\n… {} lines left out …", all.len() - 1 - lines));
+    for line in &all[all.len() - lines..] {
+        out.push('\n');
+        out.push_str(line);
+    }
+    out
+}
