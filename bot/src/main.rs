@@ -32,6 +32,9 @@ struct Cli {
 enum Command {
     /// Receive webhooks and run jobs.
     Serve,
+    /// Repositories' environments: the kept ones, and the hosts to allow.
+    #[command(subcommand)]
+    Env(EnvCommand),
     /// Validate the configuration and print it, secrets redacted.
     CheckConfig,
     /// Check each sandbox backend and the guest rootfs, say what jobs would
@@ -113,6 +116,23 @@ enum SetupCommand {
 }
 
 #[derive(Subcommand)]
+enum EnvCommand {
+    /// One line per kept environment: its key, repository, size, last use.
+    List,
+    /// Build the environment of a local repository (its checked-out
+    /// branch's commit) ahead of its first job.
+    Build {
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+    },
+    /// Remove a kept environment.
+    Rm { key: String },
+    /// The package registries this host's package managers use: an
+    /// allow-list to review and put in environment.allow_hosts.
+    Hosts,
+}
+
+#[derive(Subcommand)]
 enum SandboxCommand {
     /// Run one command in a fresh sandbox over a directory (mounted at
     /// /workspace) with the configured limits; exits with its status.
@@ -180,6 +200,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Env(command) => env(&config, command),
         Command::Run {
             repo,
             task,
@@ -288,6 +309,29 @@ async fn setup(config: &Config, command: SetupCommand) -> Result<(), setup::Stop
                 (None, None) => unreachable!("clap requires --repo or --org"),
             };
             setup::setup_token_mode(config, setup::TokenForge::Gitea, scope, out).await
+        }
+    }
+}
+
+/// `forgehand env …`.
+fn env(config: &Config, command: EnvCommand) -> ExitCode {
+    use forgehand_bot::cli::env;
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let mut out = std::io::stdout();
+    let done = match command {
+        EnvCommand::List => env::list(config, &mut out).map(|()| true),
+        EnvCommand::Rm { key } => env::rm(config, &key, &mut out),
+        EnvCommand::Build { repo } => runtime
+            .block_on(env::build(config, &repo, &mut out))
+            .map(|()| true),
+        EnvCommand::Hosts => runtime.block_on(env::hosts(&mut out)).map(|()| true),
+    };
+    match done {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(error) => {
+            eprintln!("forgehand: {error:#}");
+            ExitCode::FAILURE
         }
     }
 }

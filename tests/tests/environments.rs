@@ -14,9 +14,12 @@ use forgehand_sandbox::namespace::NamespaceBackend;
 use forgehand_sandbox::Backend;
 use forgehand_tests::rootfs;
 
-/// A repository with these files, committed; returns it and the commit.
+/// A repository with these files, committed on `main`; returns it and
+/// the commit.
 fn repository(dir: &Path, files: &[(&str, &str)]) -> (git2::Repository, git2::Oid) {
-    let repo = git2::Repository::init(dir).unwrap();
+    let repo =
+        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
+            .unwrap();
     let mut index = repo.index().unwrap();
     for (path, text) in files {
         let full = dir.join(path);
@@ -150,4 +153,186 @@ fn walk_names(dir: &Path) -> Vec<String> {
         }
     }
     names
+}
+
+/// `forgehand env build --repo` with `envs` added to a clean
+/// environment; returns its exit status and output.
+fn env_build(dir: &Path, repo: &Path, envs: &[(&str, String)]) -> (bool, String) {
+    let out = std::process::Command::new(forgehand_tests::story::forgehand_binary())
+        .args(["env", "build", "--repo"])
+        .arg(repo)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap())
+        .env("FORGEHAND_SANDBOX__BACKEND", "namespace")
+        .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
+        .env("FORGEHAND_GIT__WORK_DIR", dir.join("jobs"))
+        .env("FORGEHAND_ENVIRONMENT__CACHE_DIR", dir.join("envs"))
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("the forgehand binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The home of the one environment kept in `dir`.
+fn kept_home(dir: &Path) -> std::path::PathBuf {
+    let envs: Vec<_> = std::fs::read_dir(dir.join("envs/envs"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert_eq!(envs.len(), 1, "one environment kept");
+    envs[0].path().join("home")
+}
+
+/// The setup phase holds nothing of the host's: no host variable, no
+/// forge token, no model key; and its door reaches neither the host's
+/// loopback (directly it is the sandbox's own; through the proxy it is
+/// refused, even for a name the operator allowed, since it resolves to a
+/// loopback address) nor a host the operator did not allow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_setup_phase_reaches_no_host_service_and_holds_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    // A service on the host's loopback: it must never see a connection.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let setup = format!(
+        "env | sort > $HOME/env.txt; \
+         (curl -sS --max-time 5 http://127.0.0.1:{port}/direct; echo \"direct=$?\") > $HOME/probe.txt 2>&1; \
+         (curl -sS --max-time 5 --noproxy '' -x http://127.0.0.1:3128 http://localhost:{port}/proxied; echo \" proxied=$?\") >> $HOME/probe.txt 2>&1; \
+         (curl -sS --max-time 5 --noproxy '' -x http://127.0.0.1:3128 -p https://localhost:{port}/tunnelled; echo \" tunnelled=$?\") >> $HOME/probe.txt 2>&1; \
+         (curl -sS --max-time 5 --noproxy '' -x http://127.0.0.1:3128 http://not-allowed.invalid/; echo \" elsewhere=$?\") >> $HOME/probe.txt 2>&1; \
+         (curl -sS --max-time 5 --noproxy '' -x http://127.0.0.1:3128 http://localhost/ranged; echo \" ranged=$?\") >> $HOME/probe.txt 2>&1; \
+         true"
+    );
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            &format!("[environment]\nsetup = '''{setup}'''\n"),
+        )],
+    );
+    let canaries = [
+        (
+            "FORGEHAND_MODEL__API_KEY",
+            "sk-canary-model-key-0123456789".to_owned(),
+        ),
+        (
+            "FORGEHAND_GITHUB__TOKEN",
+            "ghp_canaryforgetoken0123456789abcdef".to_owned(),
+        ),
+        (
+            "FORGEHAND_GITHUB__WEBHOOK_SECRET",
+            "canary-webhook-secret".to_owned(),
+        ),
+        ("CANARY_HOST_VARIABLE", "canary-host-value".to_owned()),
+        ("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", "localhost".to_owned()),
+    ];
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &canaries));
+    assert!(ok, "{said}");
+    let home = kept_home(dir.path());
+    let env = std::fs::read_to_string(home.join("env.txt")).unwrap();
+    for (_, canary) in &canaries[..4] {
+        assert!(
+            !env.contains(canary.as_str()),
+            "{canary} reached the setup:\n{env}"
+        );
+    }
+    let names: Vec<&str> = env
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, _)| k)
+        .collect();
+    for name in &names {
+        assert!(
+            [
+                "HOME",
+                "PATH",
+                "LANG",
+                "USER",
+                "TERM",
+                "HTTPS_PROXY",
+                "HTTP_PROXY",
+                "https_proxy",
+                "http_proxy",
+                "NO_PROXY",
+                "no_proxy",
+                "PWD",
+                "SHLVL",
+                "_"
+            ]
+            .contains(name),
+            "{name} in the setup's environment:\n{env}"
+        );
+    }
+    let probe = std::fs::read_to_string(home.join("probe.txt")).unwrap();
+    for tried in ["direct", "tunnelled"] {
+        let code = probe
+            .split(&format!("{tried}="))
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no {tried} probe: {probe}"));
+        assert_ne!(code, "0", "{tried} got through: {probe}");
+    }
+    assert!(
+        probe.contains("loopback"),
+        "the refusal names the range: {probe}"
+    );
+    assert!(probe.contains("not in environment.allow_hosts"), "{probe}");
+    assert!(
+        listener.accept().is_err(),
+        "the host's service saw a connection from the setup"
+    );
+}
+
+/// A declaration with a mistake says where and what was expected, and
+/// nothing is built.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mistaken_declaration_is_named_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = \"true\"\npackages = \"nodejs\"\n",
+        )],
+    );
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &[]));
+    assert!(!ok, "{said}");
+    assert!(said.contains("environment:declaration"), "{said}");
+    assert!(said.contains("line 3"), "{said}");
+    assert!(said.contains("expected a list"), "{said}");
+}
+
+/// The environment is what the base commit declares: a `.forgehand.toml`
+/// changed in the working tree (as an agent's change would be) does not
+/// change what the setup runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_setup_is_the_committed_declarations_not_the_working_trees() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = \"echo committed > $HOME/which\"\n",
+        )],
+    );
+    std::fs::write(
+        repo.join(".forgehand.toml"),
+        "[environment]\nsetup = \"echo changed > $HOME/which\"\n",
+    )
+    .unwrap();
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &[]));
+    assert!(ok, "{said}");
+    let which = std::fs::read_to_string(kept_home(dir.path()).join("which")).unwrap();
+    assert_eq!(which, "committed\n");
 }

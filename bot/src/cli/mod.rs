@@ -2,6 +2,7 @@
 
 mod doctor;
 mod doctor_forge;
+pub mod env;
 pub mod run;
 mod sandbox_exec;
 pub mod setup;

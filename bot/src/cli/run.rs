@@ -157,33 +157,12 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         eprintln!("forgehand: {warning}");
     }
     let backend = &*chosen.backend;
-    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
-    // The same repository is found again from a fresh clone: its root
-    // commit names it.
-    let root = root_commit(&source.repo)?;
-    let repository = format!("local:{root}");
-    let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"));
-    let handle = tokio::runtime::Handle::current();
-    let give = |tree: &Path| {
-        tokio::task::block_in_place(|| handle.block_on(backend.prepare_for_sandbox(tree)))
-            .map_err(std::io::Error::other)
-    };
-    let checkout = checkouts
-        .ensure(&format!("local/{root}"), &source.repo, base_commit, &give)
-        .context("the shared checkout of the base commit")?;
-    let declared = environments.declare(&CommitFiles::new(&source.repo, base_commit)?, &repository);
-    let mut prepared = match declared {
-        Err(error) => return Ok(env_failed(EnvFailure::Declaration(error))),
-        Ok(None) => None,
-        Ok(Some((declared, key))) => {
-            match environments
-                .prepare(backend, &repository, declared, key, &checkout.tree)
-                .await
-            {
-                Ok(prepared) => Some(prepared),
-                Err(failure) => return Ok(env_failed(failure)),
-            }
-        }
+    let Local {
+        checkout, prepared, ..
+    } = local_environment(config, backend, &source, base_commit).await?;
+    let mut prepared = match prepared {
+        Ok(prepared) => prepared,
+        Err(report) => return Ok(report),
     };
     let environment = prepared.as_ref().map(Prepared::report);
     let test = prepared.as_ref().and_then(|p| p.declared.test.clone());
@@ -263,6 +242,54 @@ struct Run<'a> {
     backend: &'a dyn Backend,
     layered: &'a Layered,
     test: Option<&'a str>,
+}
+
+/// A local repository's base commit, checked out for the sandbox user,
+/// and its environment: kept, built now, or why it could not be had.
+pub(crate) struct Local {
+    /// `local:<root commit>`: the same repository is found again from a
+    /// fresh clone.
+    pub repository: String,
+    pub checkout: forgehand_forge::git::Checkout,
+    pub prepared: Result<Option<Prepared>, RunReport>,
+}
+
+/// The environment of the repository `source` at `base` (its checked-out
+/// branch's commit), as that commit declares it.
+pub(crate) async fn local_environment(
+    config: &Config,
+    backend: &dyn Backend,
+    source: &Mirror,
+    base: git2::Oid,
+) -> anyhow::Result<Local> {
+    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
+    let root = root_commit(&source.repo)?;
+    let repository = format!("local:{root}");
+    let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"));
+    let handle = tokio::runtime::Handle::current();
+    let give = |tree: &Path| {
+        tokio::task::block_in_place(|| handle.block_on(backend.prepare_for_sandbox(tree)))
+            .map_err(std::io::Error::other)
+    };
+    crate::private::dir(&config.git.work_dir)?;
+    let checkout = checkouts
+        .ensure(&format!("local/{root}"), &source.repo, base, &give)
+        .context("the shared checkout of the base commit")?;
+    let declared = environments.declare(&CommitFiles::new(&source.repo, base)?, &repository);
+    let prepared = match declared {
+        Err(error) => Err(env_failed(EnvFailure::Declaration(error))),
+        Ok(None) => Ok(None),
+        Ok(Some((declared, key))) => environments
+            .prepare(backend, &repository, declared, key, &checkout.tree)
+            .await
+            .map(Some)
+            .map_err(env_failed),
+    };
+    Ok(Local {
+        repository,
+        checkout,
+        prepared,
+    })
 }
 
 /// The report of a run whose environment could not be had.
