@@ -51,6 +51,27 @@ pub struct EnvironmentReport {
     pub setup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
+    /// The files whose contents define it (lockfiles, manifests).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+}
+
+impl EnvironmentReport {
+    /// Which of `changed` define the environment (its inputs, its
+    /// declaration): a change to them is not in the environment the
+    /// tests ran in, which stays the base branch's.
+    pub fn drift(&self, changed: &[String]) -> Vec<String> {
+        const DECLARATIONS: [&str; 3] = [
+            ".forgehand.toml",
+            ".devcontainer/devcontainer.json",
+            ".devcontainer.json",
+        ];
+        changed
+            .iter()
+            .filter(|path| self.inputs.contains(path) || DECLARATIONS.contains(&path.as_str()))
+            .cloned()
+            .collect()
+    }
 }
 
 impl Prepared {
@@ -68,6 +89,7 @@ impl Prepared {
                 .collect(),
             setup: self.declared.setup.clone(),
             test: self.declared.test.clone(),
+            inputs: self.declared.inputs.clone(),
         }
     }
 }

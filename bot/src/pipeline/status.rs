@@ -300,6 +300,8 @@ pub struct PullRequestBody<'a> {
     /// What the host saw tested (none for a resumed job).
     pub testing: Option<&'a Testing>,
     pub environment: Option<&'a EnvironmentReport>,
+    /// Files the change edits that define the environment.
+    pub drift: &'a [String],
 }
 
 pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
@@ -322,6 +324,14 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
         out.push_str("\n**Testing** (what Forgehand saw run, not what the agent says)\n\n");
         if let Some(env) = b.environment {
             out.push_str(&format!("Environment: {}.\n\n", environment_line(env)));
+        }
+        if !b.drift.is_empty() {
+            let files: Vec<String> = b.drift.iter().map(|f| format!("`{f}`")).collect();
+            out.push_str(&format!(
+                "This change edits {}, which define{} the repository's environment: the tests ran in the environment of the base branch, not one built from this change.\n\n",
+                files.join(", "),
+                if files.len() == 1 { "s" } else { "" }
+            ));
         }
         out.push_str(&testing.to_markdown());
     }
@@ -397,6 +407,7 @@ mod tests {
             duration: Duration::from_secs(42),
             testing: None,
             environment: None,
+            drift: &[],
         });
         assert!(body.starts_with("Fixed add.\n\nCloses #7\n"), "{body}");
         assert!(body.contains("- `calc.sh`"));

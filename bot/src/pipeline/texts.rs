@@ -195,6 +195,7 @@ fn the_pull_request_body() {
         duration: Duration::from_secs(42),
         testing: None,
         environment: None,
+        drift: &[],
     });
     assert_snapshot!(body, @"
     Fixed `add` to add.
@@ -232,6 +233,7 @@ fn environment(reused: bool) -> EnvironmentReport {
             "python3 -m venv $HOME/.venv && $HOME/.venv/bin/pip install -r requirements.txt".into(),
         ),
         test: Some("$HOME/.venv/bin/python -m pytest".into()),
+        inputs: vec!["requirements.txt".into()],
     }
 }
 
@@ -284,6 +286,7 @@ fn the_evidence_of_testing() {
         duration: Duration::from_secs(9),
         testing: Some(&failed),
         environment: Some(&environment(true)),
+        drift: &["requirements.txt".to_owned()],
     });
     assert_snapshot!(body, @"
     Fixed `add`.
@@ -297,6 +300,8 @@ fn the_evidence_of_testing() {
     **Testing** (what Forgehand saw run, not what the agent says)
 
     Environment: detected from the repository's files: pip (reused, no setup run).
+
+    This change edits `requirements.txt`, which defines the repository's environment: the tests ran in the environment of the base branch, not one built from this change.
 
     **The last test run failed**: this pull request is a draft until it passes.
 

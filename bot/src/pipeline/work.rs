@@ -87,6 +87,9 @@ pub(super) struct Evidence {
     pub environment: Option<EnvironmentReport>,
     pub testing: Option<Testing>,
     pub left_out: Vec<String>,
+    /// Files the change edits that define the environment: it stays the
+    /// base branch's, and the pull request says so.
+    pub drift: Vec<String>,
     /// Its tests fail: opened as a draft.
     pub draft: bool,
 }

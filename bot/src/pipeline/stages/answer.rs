@@ -62,25 +62,38 @@ impl Answer {
     }
 }
 
+impl Answer {
+    /// What the pull request shows it was made with.
+    fn evidence(&self) -> Box<Evidence> {
+        let drift = self
+            .environment
+            .as_ref()
+            .map(|env| env.drift(&self.published.files))
+            .unwrap_or_default();
+        Box::new(Evidence {
+            draft: self.finished.testing.result == TestResult::Failed,
+            testing: Some(self.finished.testing.clone()).filter(|_| !self.resumed),
+            environment: self.environment.clone(),
+            left_out: self.published.ignored.clone(),
+            drift,
+        })
+    }
+}
+
 impl Pipeline {
     pub(in crate::pipeline) async fn answer(
         &self,
         run: &mut JobRun<'_>,
         answer: Answer,
     ) -> Result<Done, Failure> {
+        let evidence = answer.evidence();
         let Answer {
             work,
             finished,
             published,
             resumed,
-            environment,
+            ..
         } = answer;
-        let evidence = Box::new(Evidence {
-            draft: finished.testing.result == TestResult::Failed,
-            testing: Some(finished.testing.clone()).filter(|_| !resumed),
-            environment,
-            left_out: published.ignored.clone(),
-        });
         let (claimed, api, repo) = (run.claimed, run.api, run.repo);
         set_checked(run, &published.commit).await;
         if let Some((pr, threads)) = work.follow_up {
@@ -120,6 +133,7 @@ impl Pipeline {
             duration: run.started.elapsed(),
             testing: evidence.testing.as_ref(),
             environment: evidence.environment.as_ref(),
+            drift: &evidence.drift,
         });
         let new = NewPullRequest {
             title: &published.title,
