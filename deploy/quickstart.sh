@@ -50,10 +50,15 @@ if [ ! -f "$config" ]; then
       -e "s|^# webhook_secret = \"secret-a,secret-b\"|webhook_secret = [\"$secret\"]|" \
       -e "s|^# token = \"change-me\"|token = \"$token\"|" \
       deploy/forgehand.example.toml >"$config"
+  # Environments' setup reaches only the registries this host's own
+  # package managers use (review them in the file): no list is built in.
+  { echo; "$bin" env hosts; } >>"$config"
   cat <<MSG
 ==> wrote $config (mode 600) with fresh secrets:
     webhook secret (GitHub and Gitea): $secret
     operator API token:                $token
+    environment.allow_hosts:           the registries this host's pip, npm and apt use
+                                       (forgehand env hosts; review them there)
     Then set server.public_url there (the address your forge reaches) and run
       $bin setup github            (creates a GitHub App; or --repo OWNER/NAME with a token)
       $bin setup gitea --repo OWNER/NAME
