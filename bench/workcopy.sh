@@ -15,8 +15,13 @@
 #                       a working copy whose objects are hard links (the
 #                       default, CopyStrategy::HardLinks)
 #   mirror_local_fetch  the same with a local fetch from the mirror
-# Medians, and the ratio fresh git clone / mirror, are printed as JSON and
-# kept under bench/results/.
+#   layered             what jobs do: the mirror updated, a writable overlay
+#                       over the shared checkout of the base commit (made once,
+#                       by the first job: its time reported beside), the job's
+#                       git directory with the checkout's index
+# Then the disk ten concurrent jobs take, layered, beside ten full clones.
+# Medians and ratios are printed as JSON and kept under bench/results/.
+# Needs root (overlay mounts), as Forgehand itself does.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 . "$repo/scripts/lib.sh"
@@ -48,11 +53,17 @@ print()
 print("| working copy ready | p50 | min | max |")
 print("| --- | --- | --- | --- |")
 for key in ["fresh_git_clone", "fresh_git2_clone", "mirror_hardlinks", "mirror_local_fetch",
-            "of_which_mirror_update"]:
+            "of_which_mirror_update", "layered"]:
     m = r[key]
     print(f"| {key} | {m['p50_ms']:.0f} ms | {m['min_ms']:.0f} ms | {m['max_ms']:.0f} ms |")
 print()
 print(f"fresh git clone / mirror (hard links): {r['ratio_git_clone_over_hardlinks']:.2f}x")
 print(f"fresh git clone / mirror (local fetch): {r['ratio_git_clone_over_local_fetch']:.2f}x")
+print(f"fresh git clone / layered over the shared checkout: {r['ratio_git_clone_over_layered']:.1f}x"
+      f" (the shared checkout's first build: {r['first_shared_checkout_ms']:.0f} ms)")
+mib = 1 << 20
+print(f"disk of 10 concurrent jobs: layered {r['disk_ten_layered_bytes'] / mib:.1f} MiB,"
+      f" 10 full clones {r['disk_ten_full_copies_bytes'] / mib:.1f} MiB"
+      f" ({r['disk_ten_full_copies_bytes'] / max(r['disk_ten_layered_bytes'], 1):.1f}x)")
 PY
 echo "kept in $out"
