@@ -407,6 +407,30 @@ impl Story {
         self.project.log(self.kind, self.dir.path(), branch).await
     }
 
+    /// Commits `files` (path, text) on `branch` of the served repository,
+    /// straight into it, as someone pushing would.
+    pub fn commit_on(&self, branch: &str, files: &[(&str, &str)], message: &str) {
+        let repo = git2::Repository::open_bare(self.dir.path().join("served/demo.git")).unwrap();
+        let reference = format!("refs/heads/{branch}");
+        let parent = repo
+            .find_reference(&reference)
+            .unwrap()
+            .peel_to_commit()
+            .unwrap();
+        let mut builder = git2::build::TreeUpdateBuilder::new();
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            builder.upsert(path, blob, git2::FileMode::Blob);
+        }
+        let tree = builder
+            .create_updated(&repo, &parent.tree().unwrap())
+            .unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let sig = git2::Signature::now("Maintainer", "m@example.invalid").unwrap();
+        repo.commit(Some(&reference), &sig, &sig, message, &tree, &[&parent])
+            .unwrap();
+    }
+
     pub async fn tip_message(&self, branch: &str) -> String {
         self.project
             .tip_message(self.kind, self.dir.path(), branch)

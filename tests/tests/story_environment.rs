@@ -1,0 +1,108 @@
+//! Environments in jobs, on both forges: the base branch's `.forgehand.toml`
+//! sets up the environment once (no network needed here: the setup is a
+//! shell line) and names the test command, which the host runs after the
+//! agent. The pull request shows what was tested; the status comment
+//! says how it went. A `.forgehand.toml` changed on the bot's branch
+//! changes nothing: a follow-up uses the base's environment, kept.
+
+use forgehand_tests::fake_forge::Kind;
+use forgehand_tests::project::{good_script, review_script};
+use forgehand_tests::story::{only, Story};
+
+const BASE_DECLARATION: &str =
+    "[environment]\nsetup = \"echo base > $HOME/which\"\ntest = \"sh test.sh && grep -q base $HOME/which\"\n";
+
+async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
+    let mut script = good_script();
+    script.extend(review_script());
+    let story = Story::start(kind, script).await;
+    story.commit_on(
+        "main",
+        &[(".forgehand.toml", BASE_DECLARATION)],
+        "Declare the environment",
+    );
+    story.label(1).await;
+    let jobs = story.settled().await;
+    let job = only(&jobs, "labeled");
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    let result = &job["result"];
+    let environment = &result["environment"];
+    assert_eq!(environment["source"], ".forgehand.toml", "{result:#}");
+    assert_eq!(environment["reused"], false, "{result:#}");
+    assert_eq!(environment["setup"], "echo base > $HOME/which");
+    assert_eq!(result["testing"]["result"], "passed", "{result:#}");
+    let host: Vec<_> = result["testing"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["by"] == "host")
+        .collect();
+    assert_eq!(host.len(), 1, "{result:#}");
+    assert_eq!(host[0]["exit_code"], 0);
+    let pr = story.pulls().remove(0);
+    assert!(pr.body.contains("**Testing**"), "{}", pr.body);
+    assert!(
+        pr.body
+            .contains("| `sh test.sh && grep -q base $HOME/which` | Forgehand | 0 |"),
+        "{}",
+        pr.body
+    );
+    let status = story.status(1);
+    assert!(
+        status.contains("- Environment: .forgehand.toml (set up for this job in"),
+        "{status}"
+    );
+    assert!(
+        status.contains("- Tests: `sh test.sh && grep -q base $HOME/which` passed"),
+        "{status}"
+    );
+
+    // Someone changes the declaration on the bot's branch: a follow-up
+    // still runs in the base's environment, as kept.
+    story.commit_on(
+        "forgehand/1-fix-add",
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = \"echo branch > $HOME/which\"\ntest = \"false\"\n",
+        )],
+        "Change the environment on the branch",
+    );
+    story
+        .review(
+            2,
+            "REQUEST_CHANGES",
+            "Nearly there.",
+            &[
+                ("calc.sh", 1, "Say what add does."),
+                ("test.sh", 2, "Test 0 + 0 too."),
+            ],
+        )
+        .await;
+    let jobs = story.settled().await;
+    let review = only(&jobs, "review");
+    assert_eq!(review["state"], "succeeded", "{review:#}");
+    let environment = &review["result"]["environment"];
+    assert_eq!(
+        environment["setup"], "echo base > $HOME/which",
+        "{review:#}"
+    );
+    assert_eq!(environment["reused"], true, "{review:#}");
+    assert_eq!(
+        environment["key"], result["environment"]["key"],
+        "the same environment, kept"
+    );
+    assert_eq!(
+        review["result"]["testing"]["result"], "passed",
+        "{review:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn github_the_base_branchs_environment_and_tests_are_used() {
+    the_base_branchs_environment_and_tests_are_used(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gitea_the_base_branchs_environment_and_tests_are_used() {
+    the_base_branchs_environment_and_tests_are_used(Kind::Gitea).await;
+}
