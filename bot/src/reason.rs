@@ -3,7 +3,7 @@
 //! the only place its codes are spelled (`docs/configuration.md` lists
 //! them; a test keeps the two equal).
 
-use forgehand_forge::git::RefusalReason;
+use forgehand_gate::RefusalReason;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use forgehand_forge::git::integrity::{Rule, Watch, CATALOGUE};
-use forgehand_forge::git::{
-    deliver, transport, BotIdentity, Checks, CommitRequest, Credentials, DeliverError, GatePolicy,
-    GateReport, MirrorCache, Oversize, PushRequest, RefusalReason, SecretScanner, Snapshot,
-    TreeLimits,
+use forgehand_forge::git::{push_branch, transport, Credentials, MirrorCache, PushRequest};
+use forgehand_gate::integrity::{Rule, Watch, CATALOGUE};
+use forgehand_gate::{
+    deliver, BotIdentity, Checks, CommitRequest, DeliverError, GatePolicy, GateReport, Oversize,
+    RefusalReason, SecretScanner, Snapshot, TreeLimits,
 };
 use forgehand_tests::git_http::GitHttpServer;
 use secrecy::SecretString;
@@ -143,7 +143,7 @@ impl Job {
             .working_copy(&tree, &git_dir, "main", BRANCH)
             .unwrap();
         drop(mirror);
-        let before = forgehand_forge::git::gate::before(&repo, limits).unwrap();
+        let before = forgehand_gate::before(&repo, limits).unwrap();
         std::fs::create_dir(work.path().join("canaries")).unwrap();
         Job {
             _runtime: runtime,
@@ -201,16 +201,16 @@ impl Job {
                     co_author: None,
                     job: 8,
                 },
-                Some((
-                    &PushRequest {
+                Some(&|repo| {
+                    let request = PushRequest {
                         url: &url,
                         branch: BRANCH,
                         default_branch: "main",
                         prefix: "forgehand/",
                         expected: None,
-                    },
-                    &credentials(),
-                )),
+                    };
+                    push_branch(repo, &request, &credentials())
+                }),
             )
             .map(|delivery| (delivery.pushed, delivery.cleared.report));
             (repo, result)

@@ -57,8 +57,8 @@ async fn http_demo() -> (tempfile::TempDir, GitHttpServer, String) {
     (root, server, url)
 }
 
-fn bot() -> forgehand_forge::git::BotIdentity {
-    forgehand_forge::git::BotIdentity {
+fn bot() -> forgehand_gate::BotIdentity {
+    forgehand_gate::BotIdentity {
         name: "forgehand[bot]".into(),
         email: "forgehand@example.invalid".into(),
     }
@@ -295,7 +295,8 @@ async fn mirror_cache_and_working_copies() {
 /// someone else pushed meanwhile.
 #[tokio::test(flavor = "multi_thread")]
 async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
-    use forgehand_forge::git::{commit_all, push_branch, CommitRequest, PushError, PushRequest};
+    use forgehand_forge::git::{push_branch, PushError, PushRequest};
+    use forgehand_gate::{commit_all, CommitRequest};
 
     let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {
@@ -360,7 +361,8 @@ async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
 /// the canaries ever appears, and none of those files is committed.
 #[tokio::test(flavor = "multi_thread")]
 async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() {
-    use forgehand_forge::git::{commit_all, push_branch, CommitRequest, MirrorCache, PushRequest};
+    use forgehand_forge::git::{push_branch, MirrorCache, PushRequest};
+    use forgehand_gate::{commit_all, CommitRequest};
 
     let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {
@@ -469,9 +471,8 @@ async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() 
 /// last one with the lease taken from where the branch stood.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_follow_up_continues_the_bots_branch() {
-    use forgehand_forge::git::{
-        commit_all, push_branch, CommitRequest, MirrorCache, PushError, PushRequest,
-    };
+    use forgehand_forge::git::{push_branch, MirrorCache, PushError, PushRequest};
+    use forgehand_gate::{commit_all, CommitRequest};
 
     let (_root, _server, url) = http_demo().await;
     tokio::task::spawn_blocking(move || {

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use forgehand_forge::git::{
-    self, deliver, gate, Checkouts, Checks, CommitRequest, DeliverError, GatePolicy, Mirror,
-    SecretScanner,
+use forgehand_forge::git::{self, Checkouts, Mirror};
+use forgehand_gate::{
+    self as gate, deliver, Checks, CommitRequest, DeliverError, GatePolicy, SecretScanner, Snapshot,
 };
 use forgehand_sandbox::{Backend, BackendChoice};
 use serde::Serialize;
@@ -322,7 +322,7 @@ impl Run<'_> {
     async fn agent_and_deliver(
         &self,
         copy: &git2::Repository,
-        before: &git::integrity::Snapshot,
+        before: &Snapshot,
     ) -> anyhow::Result<RunReport> {
         let (config, args) = (self.config, self.args);
         let secrets = crate::host_secrets::host_secrets(config);
@@ -410,7 +410,7 @@ impl Run<'_> {
     fn deliver(
         &self,
         copy: &git2::Repository,
-        before: &git::integrity::Snapshot,
+        before: &Snapshot,
         secrets: Vec<(String, secrecy::SecretString)>,
         title: &str,
         summary: &str,
@@ -444,7 +444,8 @@ impl Run<'_> {
                 co_author: None,
                 job: 0,
             },
-            None,
+            // `run` keeps the commit on a local branch: nothing is pushed.
+            None::<gate::Push<'_, std::convert::Infallible>>,
         );
         match delivered {
             Ok(delivery) => {

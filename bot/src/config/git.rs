@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use forgehand_forge::git::{branch_name, BotIdentity, GatePolicy};
+use forgehand_forge::git::branch_name;
+use forgehand_gate::{BotIdentity, GatePolicy};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -67,9 +68,9 @@ impl GitConfig {
     /// How much of the working copy the gate reads: each file up to
     /// `max_file_mib`, all of them together up to what the working copy's
     /// file system holds (`sandbox.disk_mib`, when it is limited).
-    pub fn tree_limits(&self, disk_mib: u64) -> forgehand_forge::git::TreeLimits {
-        let defaults = forgehand_forge::git::TreeLimits::default();
-        forgehand_forge::git::TreeLimits {
+    pub fn tree_limits(&self, disk_mib: u64) -> forgehand_gate::TreeLimits {
+        let defaults = forgehand_gate::TreeLimits::default();
+        forgehand_gate::TreeLimits {
             max_file_bytes: self.max_file_mib.saturating_mul(1 << 20),
             max_added_bytes: self.max_added_mib.saturating_mul(1 << 20),
             max_total_bytes: match disk_mib {

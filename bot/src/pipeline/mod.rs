@@ -24,8 +24,8 @@ use async_trait::async_trait;
 use forgehand_forge::api::{
     ForgeApi, ForgeError, Outbound, ReactionTarget, RepoRef, RetryPolicy, Retrying,
 };
-use forgehand_forge::git::SecretScanner;
 use forgehand_forge::ForgeKind;
+use forgehand_gate::SecretScanner;
 use forgehand_sandbox::Backend;
 use secrecy::SecretString;
 use tracing::info;

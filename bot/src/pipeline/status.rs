@@ -364,7 +364,7 @@ mod tests {
         );
         assert_eq!(
             failed(
-                Reason::Gate(forgehand_forge::git::RefusalReason::Tamper),
+                Reason::Gate(forgehand_gate::RefusalReason::Tamper),
                 "not pushed: git's own files\n- `.git/hooks/x`: a hook\n"
             ),
             "❌ Stopped: `tamper`. not pushed: git's own files\n\n- `.git/hooks/x`: a hook\n"

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use forgehand_forge::git::RefusalReason;
 use forgehand_forge::{ForgeKind, Repo};
+use forgehand_gate::RefusalReason;
 use insta::assert_snapshot;
 
 use super::replies;

@@ -1,27 +1,16 @@
-//! Host-side git: what the host does with a job's working copy, and the
-//! checks that stand between the agent's work and a push.
+//! Host-side git: the mirrors, the shared checkouts, the working copies
+//! and the push. What stands between the agent's work and a push (the
+//! integrity snapshot, the secret scan, the commit) is the gate's crate,
+//! `forgehand-gate`.
 
 pub mod checkout;
-pub mod deliver;
-pub mod gate;
-pub mod integrity;
 pub mod mirror;
 pub mod publish;
 pub mod retry;
-pub mod secrets;
 pub mod transport;
 
 pub use checkout::{Checkout, CheckoutError, Checkouts};
-pub use deliver::{deliver, Checks, DeliverError, Delivery};
-pub use gate::{Cleared, GatePolicy, GateReport, Oversize, Refusal, RefusalReason};
-pub use integrity::{
-    compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, TreeLimits,
-    DEFAULT_MAX_FILE_BYTES,
-};
 pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
-pub use publish::{
-    commit_all, push_branch, push_branch_with, BotIdentity, CommitRequest, PushError, PushRequest,
-};
+pub use publish::{push_branch, push_branch_with, PushError, PushRequest};
 pub use retry::GitCall;
-pub use secrets::{Finding, Place, SecretKind, SecretScanner};
 pub use transport::{Credentials, TransportError};

@@ -3,9 +3,8 @@
 //! the pull request: a secret in it is replaced by a marker first, and the
 //! gate checks the message again.
 
-use forgehand_forge::git::{
-    deliver, Checks, CommitRequest, DeliverError, PushRequest, SecretScanner,
-};
+use forgehand_forge::git::{push_branch, PushError, PushRequest};
+use forgehand_gate::{deliver, Checks, CommitRequest, DeliverError, SecretScanner};
 
 use super::super::run::JobRun;
 use super::super::work::Work;
@@ -76,16 +75,16 @@ impl Pipeline {
                     co_author: Some((&requested_by, &co_author_email)),
                     job: job_id,
                 },
-                Some((
-                    &PushRequest {
+                Some(&|repo| {
+                    let request = PushRequest {
                         url: &url,
                         branch: &branch,
                         default_branch: &base,
                         prefix: &prefix,
                         expected,
-                    },
-                    &credentials,
-                )),
+                    };
+                    push_branch(repo, &request, &credentials)
+                }),
             )
             .map_err(failure)?;
             let Some(commit) = delivery.commit else {
@@ -122,7 +121,7 @@ impl Pipeline {
 }
 
 /// Why the delivery failed, as the job says it.
-fn failure(error: DeliverError) -> Failure {
+fn failure(error: DeliverError<PushError>) -> Failure {
     match error {
         DeliverError::Refused(refusal) => {
             Failure::new(Reason::Gate(refusal.reason), refusal.to_string())

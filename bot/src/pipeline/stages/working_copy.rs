@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use forgehand_environment::spec::{DeclareError, Declared, EnvKey};
-use forgehand_forge::git::{self, gate, Checkout, Checkouts, Credentials, Mirror, MirrorCache};
+use forgehand_forge::git::{Checkout, Checkouts, Credentials, Mirror, MirrorCache};
+use forgehand_gate as gate;
 
 use super::super::run::JobRun;
 use super::super::work::Work;
@@ -61,7 +62,7 @@ pub(in crate::pipeline) struct WorkingCopy {
     pub url: String,
     pub credentials: Credentials,
     pub expected: Option<git2::Oid>,
-    pub before: git::Snapshot,
+    pub before: gate::Snapshot,
 }
 
 /// This job's commit, pushed by an earlier attempt.

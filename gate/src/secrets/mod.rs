@@ -212,7 +212,7 @@ impl SecretScanner {
                 };
                 // Shown escaped, as every path is, and masked in that form.
                 let file = self
-                    .masked(&super::integrity::shown(Path::new(bytes_os(path))))
+                    .masked(&crate::integrity::shown(Path::new(bytes_os(path))))
                     .unwrap_or_else(|| WITHHELD.to_owned());
                 if path == new {
                     masked_new = Some(file.clone());
@@ -223,12 +223,12 @@ impl SecretScanner {
                 });
             }
             state.file =
-                masked_new.unwrap_or_else(|| super::integrity::shown(Path::new(bytes_os(new))));
+                masked_new.unwrap_or_else(|| crate::integrity::shown(Path::new(bytes_os(new))));
             true
         };
         let mut on_binary = |delta: git2::DiffDelta<'_>, _: git2::DiffBinary<'_>| {
             let path = delta.new_file().path_bytes().unwrap_or_default();
-            state.borrow_mut().binary = Some(super::integrity::shown(Path::new(bytes_os(path))));
+            state.borrow_mut().binary = Some(crate::integrity::shown(Path::new(bytes_os(path))));
             false
         };
         let mut on_line =

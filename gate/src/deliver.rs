@@ -1,15 +1,15 @@
 //! The last steps of a job on the host, in the only order they may run:
 //! the gate, then the commit as the bot, then (for a forge job) the push.
 //! The pipeline and `forgehand run` both go through here, so neither can
-//! commit what the gate has not cleared.
+//! commit what the gate has not cleared, nor push what it has not
+//! committed. The push itself is the caller's (the forge's transport):
+//! given here, it runs only after the other two.
 
 use git2::{Oid, Repository};
 
-pub use super::gate::Checks;
-use super::gate::{self, Cleared, GateError, Refusal};
-use super::integrity::LeftOut;
-use super::publish::{self, BotIdentity, CommitRequest, PushError, PushRequest};
-use super::transport::Credentials;
+use crate::check::{self, Checks, Cleared, GateError, Refusal};
+use crate::commit::{self, BotIdentity, CommitRequest};
+use crate::integrity::LeftOut;
 
 /// What was delivered: the commit (none when the agent changed nothing)
 /// and the findings the pull request must list.
@@ -29,7 +29,7 @@ impl Delivery {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum DeliverError {
+pub enum DeliverError<P> {
     #[error("{0}")]
     Refused(Refusal),
     #[error(transparent)]
@@ -37,23 +37,26 @@ pub enum DeliverError {
     #[error("cannot commit: {0}")]
     Commit(git2::Error),
     #[error(transparent)]
-    Push(#[from] PushError),
+    Push(P),
 }
+
+/// A push of the committed branch, as the caller's transport makes it.
+pub type Push<'a, P> = &'a dyn Fn(&Repository) -> Result<(), P>;
 
 /// Gate (the commit's message included), commit and, when `push` is
 /// given, push.
-pub fn deliver(
+pub fn deliver<P>(
     repo: &Repository,
     checks: Checks<'_>,
     bot: &BotIdentity,
-    commit: &CommitRequest<'_>,
-    push: Option<(&PushRequest<'_>, &Credentials)>,
-) -> Result<Delivery, DeliverError> {
-    let cleared = gate::check(repo, &checks, commit.message)?.map_err(DeliverError::Refused)?;
-    let oid = publish::commit_all(repo, bot, commit).map_err(DeliverError::Commit)?;
+    request: &CommitRequest<'_>,
+    push: Option<Push<'_, P>>,
+) -> Result<Delivery, DeliverError<P>> {
+    let cleared = check::check(repo, &checks, request.message)?.map_err(DeliverError::Refused)?;
+    let oid = commit::commit_all(repo, bot, request).map_err(DeliverError::Commit)?;
     let pushed = match (oid, push) {
-        (Some(_), Some((request, credentials))) => {
-            publish::push_branch(repo, request, credentials)?;
+        (Some(_), Some(push)) => {
+            push(repo).map_err(DeliverError::Push)?;
             true
         }
         _ => false,

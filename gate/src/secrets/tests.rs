@@ -53,11 +53,8 @@ impl Work {
     }
 
     fn scan(&self) -> Vec<Finding> {
-        let diff = crate::git::gate::working_diff(
-            &self.repo,
-            crate::git::integrity::TreeLimits::default(),
-        )
-        .unwrap();
+        let diff = crate::check::working_diff(&self.repo, crate::integrity::TreeLimits::default())
+            .unwrap();
         scanner().scan_diff(&diff).unwrap()
     }
 }

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 
 use git2::{Diff, DiffOptions, Index, Repository};
 
-use super::integrity::{
+use crate::integrity::{
     self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
-use super::secrets::{Finding, ScanError, SecretScanner};
+use crate::secrets::{Finding, ScanError, SecretScanner};
 
 /// What the operator and the maintainers allow for this job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,30 @@
+//! What stands between the agent's work and a push, used the same way by
+//! `forgehand serve`'s jobs and by `forgehand run` (which has no forge):
+//!
+//! - [`integrity`]: the tree's snapshot before the agent runs and its
+//!   audit after (git's own files, what runs code, sizes, special files),
+//!   bounded so that nothing the agent left is read unbounded;
+//! - [`secrets`]: the host's secrets and secret-shaped text in the diff,
+//!   the file names and the commit message, and the redaction of text
+//!   that leaves for the forge;
+//! - [`check`]: the gate's decision from both;
+//! - [`commit`]: the bot's commit;
+//! - [`deliver`](mod@deliver): gate, commit, push (the caller's), in that order.
+
+pub mod check;
+pub mod commit;
+pub mod deliver;
+pub mod integrity;
+pub mod secrets;
+
+pub use check::{
+    before, check, locations, working_diff, Checks, Cleared, GateError, GatePolicy, GateReport,
+    Oversize, Refusal, RefusalReason,
+};
+pub use commit::{commit_all, BotIdentity, CommitRequest};
+pub use deliver::{deliver, DeliverError, Delivery, Push};
+pub use integrity::{
+    compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, TreeLimits,
+    DEFAULT_MAX_FILE_BYTES,
+};
+pub use secrets::{Finding, Place, SecretKind, SecretScanner};
