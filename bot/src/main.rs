@@ -244,7 +244,7 @@ fn main() -> ExitCode {
             } else {
                 let _ = run::print_human(&report, &mut std::io::stdout());
             }
-            if report.status == "succeeded" {
+            if report.status == forgehand_bot::cli::run::RunStatus::Succeeded {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE

@@ -40,11 +40,18 @@ pub struct RunArgs {
     pub allow_sensitive: bool,
 }
 
+/// Whether the run ended with a commit of finished work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Succeeded,
+    Failed,
+}
+
 /// The outcome, printed as one JSON object with `--json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    /// `succeeded` or `failed`.
-    pub status: &'static str,
+    pub status: RunStatus,
     pub reason: Option<Reason>,
     pub message: Option<String>,
     pub branch: Option<String>,
@@ -80,7 +87,7 @@ impl RunReport {
 
     fn failed(reason: Option<Reason>, message: Option<String>) -> Self {
         RunReport {
-            status: "failed",
+            status: RunStatus::Failed,
             reason,
             message,
             branch: None,
@@ -461,7 +468,7 @@ impl Run<'_> {
                 report.left_out = crate::environment::ignored_paths(copy)?;
                 if matches!(outcome, Outcome::Finished { .. }) {
                     if report.commit.is_some() {
-                        report.status = "succeeded";
+                        report.status = RunStatus::Succeeded;
                         report.reason = None;
                         report.message = None;
                     } else {
@@ -503,8 +510,10 @@ pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io:
         writeln!(out)?;
     }
     match report.status {
-        "succeeded" => writeln!(out, "succeeded: {}", report.title.as_deref().unwrap_or(""))?,
-        _ => writeln!(
+        RunStatus::Succeeded => {
+            writeln!(out, "succeeded: {}", report.title.as_deref().unwrap_or(""))?
+        }
+        RunStatus::Failed => writeln!(
             out,
             "failed ({}): {}",
             report.reason.map_or("unknown", Reason::code),
