@@ -37,7 +37,7 @@ fn job(target: u64) -> Job {
 
 fn delivery(id: String, target: u64) -> NewDelivery {
     NewDelivery {
-        forge: "github".into(),
+        forge: ForgeKind::Github,
         delivery_id: Some(id),
         event: Some("issues".into()),
         event_name: Some("issues.assigned".into()),

@@ -37,7 +37,7 @@ fn job(target: u64) -> NewJob {
 /// A delivery received at `at`, with `jobs` jobs on target `target`.
 fn delivery(id: &str, outcome: Outcome, at: i64, target: u64, jobs: usize) -> NewDelivery {
     NewDelivery {
-        forge: "github".into(),
+        forge: ForgeKind::Github,
         delivery_id: Some(id.into()),
         event: Some("issues".into()),
         event_name: Some("issues.assigned".into()),

@@ -401,7 +401,7 @@ mod tests {
 
     fn delivery(id: &str) -> NewDelivery {
         NewDelivery {
-            forge: "github".into(),
+            forge: forgehand_forge::ForgeKind::Github,
             delivery_id: Some(id.into()),
             event: Some("issues".into()),
             event_name: None,

@@ -87,7 +87,7 @@ impl Outcome {
 /// A delivery about to be recorded, with the jobs it creates.
 #[derive(Debug, Clone)]
 pub struct NewDelivery {
-    pub forge: String,
+    pub forge: forgehand_forge::ForgeKind,
     pub delivery_id: Option<String>,
     pub event: Option<String>,
     pub event_name: Option<String>,

@@ -24,7 +24,7 @@ fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
         task: Task::Assigned,
     };
     NewDelivery {
-        forge: "github".into(),
+        forge: ForgeKind::Github,
         delivery_id: Some(id.into()),
         event: Some("issues".into()),
         event_name: Some("issues.assigned".into()),

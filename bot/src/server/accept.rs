@@ -41,7 +41,7 @@ pub(super) async fn accept(state: &AppState, u: Understood, received_at: i64) ->
         .map(|j| j.target)
         .or_else(|| event_target(&u.event));
     let record = NewDelivery {
-        forge: u.forge.as_str().to_owned(),
+        forge: u.forge,
         delivery_id: Some(u.delivery_id.clone()),
         event: Some(u.event_header.clone()),
         event_name: Some(event_name.clone()),

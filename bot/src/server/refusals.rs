@@ -37,7 +37,7 @@ pub fn bounded(text: &str, max: usize) -> String {
 /// the request is kept.
 pub fn record(read: &DeliveryHeaders, status: u16, reason: &str, received_at: i64) -> NewDelivery {
     NewDelivery {
-        forge: read.forge.as_str().to_owned(),
+        forge: read.forge,
         delivery_id: read
             .delivery_id
             .as_deref()

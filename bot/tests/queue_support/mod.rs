@@ -78,7 +78,7 @@ impl Queue {
         for job in jobs {
             let target = job.target;
             let delivery = NewDelivery {
-                forge: "github".into(),
+                forge: ForgeKind::Github,
                 delivery_id: Some(uuid()),
                 event: Some("issues".into()),
                 event_name: Some("issues.labeled".into()),

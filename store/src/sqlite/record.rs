@@ -202,7 +202,7 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
         let inserted = claim.execute(params_from_iter(delivery_params(d, d.outcome, None)))?;
         if inserted == 0 {
             let first: i64 = stmt(tx, Sql::FirstDelivery)?
-                .query_row(params![d.forge, d.delivery_id], |r| r.get(0))?;
+                .query_row(params![d.forge.as_str(), d.delivery_id], |r| r.get(0))?;
             let delivery = insert_delivery(tx, d, Outcome::Duplicate, Some(first))?;
             return duplicate(tx, delivery, first, DuplicateOf::DeliveryId);
         }
