@@ -25,7 +25,8 @@ use git2::{Diff, DiffOptions, Index, Repository};
 use crate::integrity::{
     self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
-use crate::secrets::{Finding, ScanError, SecretScanner};
+use crate::markdown;
+use crate::secrets::{Finding, Place, ScanError, SecretScanner};
 
 /// What the operator and the maintainers allow for this job.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -129,19 +130,57 @@ impl GateReport {
 
     /// A Markdown list of the findings (no secret values: findings hold
     /// none), empty when there are none.
+    /// Every path is code: the agent chose it.
     pub fn to_markdown(&self) -> String {
+        let code = |path: &str| markdown::code(path);
         let lines = self
             .integrity
             .iter()
-            .map(ToString::to_string)
-            .chain(self.too_large.iter().map(|o| format!("too large: {o}")))
-            .chain(self.secrets.iter().map(|s| format!("secret: {s}")));
+            .map(|f| {
+                IntegrityFinding {
+                    path: code(&f.path),
+                    ..f.clone()
+                }
+                .to_string()
+            })
+            .chain(self.too_large.iter().map(|o| {
+                let o = match o {
+                    Oversize::File { path, bytes, limit } => Oversize::File {
+                        path: code(path),
+                        bytes: *bytes,
+                        limit: *limit,
+                    },
+                    other => other.clone(),
+                };
+                format!("too large: {o}")
+            }))
+            .chain(self.secrets.iter().map(|s| {
+                let place = match &s.place {
+                    Place::Line { file, line } => Place::Line {
+                        file: code(file),
+                        line: *line,
+                    },
+                    Place::FileName { file } => Place::FileName { file: code(file) },
+                    other => other.clone(),
+                };
+                let finding = Finding {
+                    place,
+                    kind: s.kind.clone(),
+                };
+                format!("secret: {finding}")
+            }));
         markdown_list(lines)
     }
 
     /// A Markdown list of what was left out, empty when nothing was.
     pub fn left_out_markdown(&self) -> String {
-        let mut out = markdown_list(self.left_out.iter().map(ToString::to_string));
+        let mut out = markdown_list(self.left_out.iter().map(|l| {
+            LeftOut {
+                path: markdown::code(&l.path),
+                kind: l.kind,
+            }
+            .to_string()
+        }));
         if self.left_out_more > 0 {
             out.push_str(&format!("- and {} more\n", self.left_out_more));
         }
@@ -434,4 +473,57 @@ pub fn working_diff(repo: &Repository, limits: TreeLimits) -> Result<Diff<'_>, g
                 .saturating_add(1),
         );
     repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrity::{Change, Class, Reason};
+    use crate::secrets::SecretKind;
+
+    /// The agent chose the paths: in the status comment and the pull
+    /// request they are code, so no path can close what holds it, show an
+    /// image, link, or mention anyone.
+    #[test]
+    fn paths_in_the_reports_markdown_are_code() {
+        let path = "x` ![i](https://example.invalid/p.png) @maintainers `y";
+        let report = GateReport {
+            integrity: vec![IntegrityFinding {
+                path: path.into(),
+                change: Change::Added,
+                class: Class::Sensitive,
+                reason: Reason::PlantedGit,
+            }],
+            secrets: vec![Finding {
+                place: Place::Line {
+                    file: path.into(),
+                    line: 3,
+                },
+                kind: SecretKind::HostCredential("gitea.token".into()),
+            }],
+            too_large: vec![Oversize::File {
+                path: path.into(),
+                bytes: 10,
+                limit: 1,
+            }],
+            left_out: vec![LeftOut {
+                path: path.into(),
+                kind: crate::integrity::Special::Fifo,
+            }],
+            ..GateReport::default()
+        };
+        let quoted = "`` x` ![i](https://example.invalid/p.png) @maintainers `y ``";
+        for (what, md) in [
+            ("findings", report.to_markdown()),
+            ("left out", report.left_out_markdown()),
+        ] {
+            for line in md.lines() {
+                assert!(line.contains(quoted), "{what}: {line}");
+                let outside = line.replace(quoted, "");
+                assert!(!outside.contains('`'), "{what}: {line}");
+                assert!(!outside.contains("!["), "{what}: {line}");
+            }
+        }
+        assert_eq!(report.to_markdown().lines().count(), 3);
+    }
 }

@@ -18,6 +18,22 @@ pub struct CommitRequest<'a> {
     pub job: i64,
 }
 
+/// The tree a commit of the working tree would hold (what git ignores
+/// left out), written to the object store; the index on disk is left as
+/// it was. Read only after the gate cleared the tree: it reads every
+/// file git does not ignore.
+pub fn tree_to_commit(repo: &Repository) -> Result<Oid, git2::Error> {
+    staged(repo)?.write_tree()
+}
+
+/// The index with every change in the working tree added, in memory.
+fn staged(repo: &Repository) -> Result<git2::Index, git2::Error> {
+    let mut index = repo.index()?;
+    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"], None)?;
+    Ok(index)
+}
+
 /// Commits every change in the working tree on the current branch.
 /// `None` when there is nothing to commit.
 pub fn commit_all(
@@ -25,9 +41,7 @@ pub fn commit_all(
     bot: &BotIdentity,
     request: &CommitRequest<'_>,
 ) -> Result<Option<Oid>, git2::Error> {
-    let mut index = repo.index()?;
-    index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"], None)?;
+    let mut index = staged(repo)?;
     index.write()?;
     let tree = repo.find_tree(index.write_tree()?)?;
     let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());

@@ -9,19 +9,23 @@
 //!   that leaves for the forge;
 //! - [`check`]: the gate's decision from both;
 //! - [`commit`]: the bot's commit;
-//! - [`deliver`](mod@deliver): gate, commit, push (the caller's), in that order.
+//! - [`deliver`](mod@deliver): gate, commit, push (the caller's), in that order;
+//! - [`markdown`]: text from outside (paths the agent chose, a
+//!   repository's setup output, commands) in what the bot writes on the
+//!   forge, shown and never read as markup.
 
 pub mod check;
 pub mod commit;
 pub mod deliver;
 pub mod integrity;
+pub mod markdown;
 pub mod secrets;
 
 pub use check::{
     before, check, locations, working_diff, Checks, Cleared, GateError, GatePolicy, GateReport,
     Oversize, Refusal, RefusalReason,
 };
-pub use commit::{commit_all, BotIdentity, CommitRequest};
+pub use commit::{commit_all, tree_to_commit, BotIdentity, CommitRequest};
 pub use deliver::{deliver, DeliverError, Delivery, Push};
 pub use integrity::{
     compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, TreeLimits,

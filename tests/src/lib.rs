@@ -7,6 +7,7 @@ pub mod git_ssh;
 pub mod gitea_events;
 pub mod github_app;
 pub mod harness;
+pub mod local_run;
 pub mod local_server;
 pub mod model_server;
 pub mod project;

@@ -600,7 +600,7 @@ async fn run_goes_through_the_gate_before_it_commits() {
     assert_eq!(report["reason"], "secret", "{report:#}");
     let message = report["message"].as_str().unwrap();
     assert!(
-        message.contains("notes.txt:1") && !message.contains("ghp_"),
+        message.contains("`notes.txt`:1") && !message.contains("ghp_"),
         "{message}"
     );
 }

@@ -9,36 +9,13 @@
 //! environment without running setup again. The agent itself reaches no
 //! registry.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use forgehand_environment::hosts;
+use forgehand_tests::local_run::{bash, files_on, repository, tool_results, LocalRuns};
 use forgehand_tests::model_server::{ModelServer, Step};
-use forgehand_tests::rootfs;
-use forgehand_tests::story::forgehand_binary;
 use serde_json::{json, Value};
-
-/// A repository with `files`, committed on `main`.
-fn repository(dir: &Path, files: &[(&str, String)]) {
-    std::fs::create_dir_all(dir).unwrap();
-    for (path, text) in files {
-        let full = dir.join(path);
-        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-        std::fs::write(&full, text).unwrap();
-    }
-    let git =
-        git2::Repository::init_opts(dir, git2::RepositoryInitOptions::new().initial_head("main"))
-            .unwrap();
-    let mut index = git.index().unwrap();
-    index
-        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
-    git.commit(Some("HEAD"), &sig, &sig, "start", &tree, &[])
-        .unwrap();
-}
 
 /// The registries this machine's package managers use.
 fn allow_hosts() -> String {
@@ -60,88 +37,6 @@ fn npm_registry() -> String {
         .output()
         .expect("npm is installed (apt-get install npm)");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-struct Run {
-    dir: PathBuf,
-}
-
-impl Run {
-    /// `forgehand run --json` on `repo`, with the environment's cache and
-    /// the jobs in this run's directory (kept between runs).
-    fn run(&self, repo: &Path, server: &ModelServer, hosts: &str, task: &str) -> Value {
-        let config = self.dir.join("forgehand.toml");
-        std::fs::write(&config, "[model]\nretry_base_ms = 50\nmax_retries = 1\n").unwrap();
-        let out = Command::new("timeout")
-            .arg("900")
-            .arg(forgehand_binary())
-            .args(["run", "--json", "--backend", "namespace", "--task", task])
-            .arg("--config")
-            .arg(&config)
-            .arg("--repo")
-            .arg(repo)
-            .current_dir(&self.dir)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap())
-            .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
-            .env("FORGEHAND_MODEL__PROVIDER", "openai")
-            .env("FORGEHAND_MODEL__BASE_URL", server.url_for("openai"))
-            .env("FORGEHAND_MODEL__NAME", "scripted-model")
-            .env("FORGEHAND_GIT__WORK_DIR", self.dir.join("jobs"))
-            .env(
-                "FORGEHAND_AGENT__TRANSCRIPT_DIR",
-                self.dir.join("transcripts"),
-            )
-            .env("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", hosts)
-            .env(
-                "FORGEHAND_ENVIRONMENT__CA_BUNDLE",
-                "/etc/ssl/certs/ca-certificates.crt",
-            )
-            .env("FORGEHAND_ENVIRONMENT__CACHE_DIR", self.dir.join("envs"))
-            .output()
-            .expect("the forgehand binary runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-            panic!(
-                "forgehand run --json printed no JSON ({e}):\n{stdout}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
-    }
-}
-
-/// The paths on a branch of `repo`.
-fn files_on(repo: &Path, branch: &str) -> Vec<String> {
-    let git = git2::Repository::open(repo).unwrap();
-    let tree = git
-        .find_branch(branch, git2::BranchType::Local)
-        .unwrap()
-        .get()
-        .peel_to_tree()
-        .unwrap();
-    let mut paths = Vec::new();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        paths.push(format!("{dir}{}", entry.name().unwrap_or("")));
-        git2::TreeWalkResult::Ok
-    })
-    .unwrap();
-    paths
-}
-
-fn bash(command: &str) -> Step {
-    Step::call("bash", json!({ "command": command }))
-}
-
-/// What a tool call answered, from the transcript.
-fn tool_results(report: &Value) -> Vec<String> {
-    let path = report["transcript"].as_str().expect("a transcript path");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|e| e["event"] == "tool")
-        .map(|e| e["result"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 /// The agent runs the failing tests, fixes the code, runs them again,
@@ -228,7 +123,7 @@ async fn a_python_project_gets_its_pypi_dependencies_and_a_tested_fix() {
     );
     let test = "$HOME/.venv/bin/python -m pytest -q";
     let fixed = "def add(a, b):\n    return a + b\n";
-    let run = Run {
+    let run = LocalRuns {
         dir: dir.path().to_owned(),
     };
     let server = ModelServer::start(script(test, ("calc.py", fixed), &registry))
@@ -299,7 +194,7 @@ async fn a_node_project_gets_its_npm_dependencies_and_a_tested_fix() {
     );
     let test = "npm test";
     let fixed = "exports.add = (a, b) => a + b;\n";
-    let run = Run {
+    let run = LocalRuns {
         dir: dir.path().to_owned(),
     };
     let server = ModelServer::start(script(test, ("calc.js", fixed), &registry))

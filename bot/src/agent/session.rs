@@ -11,17 +11,15 @@
 
 use std::path::Path;
 
-use std::time::Duration;
-
 use forgehand_sandbox::{
-    Backend, ExecOutput, ExecRequest, Isolation, Sandbox, SandboxError, SandboxSpec,
+    Backend, ExecOutput, Handover, Isolation, Sandbox, SandboxError, SandboxSpec,
 };
 
 use super::prompts::Prompts;
 use super::tools::{CommandRun, Files, Toolbox};
 use super::{AgentReport, AgentSettings, Budgets, Conversation, Transcript};
 use crate::config::{Config, ModelConfig};
-use crate::environment::{By, TestCommand};
+use crate::environment::{By, HostTestError, HostTests, TestCommand};
 use crate::model::{Message, ModelClient, ModelError};
 
 #[derive(Debug, thiserror::Error)]
@@ -52,10 +50,13 @@ pub struct Session<'a> {
     pub task: String,
 }
 
-/// A session whose sandbox is up.
+/// A session whose sandbox is up (between the agent's rounds, while the
+/// host tests, it is down: see [`Started::test_rounds`]).
 pub struct Started<'a> {
     session: Session<'a>,
-    sandbox: Box<dyn Sandbox>,
+    /// What the sandbox was made from, to make it again for another round.
+    spec: SandboxSpec,
+    sandbox: Option<Box<dyn Sandbox>>,
     files: Files,
     model: ModelClient,
     conversation: Conversation,
@@ -65,7 +66,7 @@ pub struct Started<'a> {
 impl<'a> Session<'a> {
     pub async fn start(mut self) -> Result<Started<'a>, SessionError> {
         let spec = std::mem::replace(&mut self.spec, self.config.sandbox.spec(self.tree));
-        let sandbox = self.backend.create(spec).await?;
+        let sandbox = self.backend.create(spec.clone()).await?;
         let made = Files::open(self.tree)
             .map_err(SessionError::Files)
             .and_then(|files| Ok((files, ModelClient::new(self.model.settings())?)));
@@ -81,7 +82,8 @@ impl<'a> Session<'a> {
                 ]);
                 Ok(Started {
                     session: self,
-                    sandbox,
+                    spec,
+                    sandbox: Some(sandbox),
                     files,
                     model,
                     conversation,
@@ -98,7 +100,33 @@ impl<'a> Session<'a> {
 
 impl Started<'_> {
     pub fn isolation(&self) -> Isolation {
-        self.sandbox.isolation()
+        self.session.backend.isolation()
+    }
+
+    /// The agent's sandbox, made again when it was taken down: the same
+    /// layers (its files and home as it left them), no processes, a fresh
+    /// `/tmp`.
+    async fn ensure_sandbox(&mut self) -> Result<(), SandboxError> {
+        if self.sandbox.is_none() {
+            if let Handover::Prepared { give_back } = &self.spec.handover {
+                // Taken back by the host when the sandbox went.
+                for layer in give_back {
+                    self.session.backend.prepare_for_sandbox(layer).await?;
+                }
+            }
+            self.sandbox = Some(self.session.backend.create(self.spec.clone()).await?);
+        }
+        Ok(())
+    }
+
+    /// Takes the agent's sandbox down: its processes end, and nothing
+    /// changes the tree until another round makes it again.
+    async fn take_down(&mut self) {
+        if let Some(sandbox) = self.sandbox.take() {
+            if let Err(error) = sandbox.destroy().await {
+                tracing::warn!(%error, "destroying the sandbox failed");
+            }
+        }
     }
 
     /// Runs the agent until it finishes (or a budget, or the model, stops
@@ -106,28 +134,35 @@ impl Started<'_> {
     /// the same budgets. The sandbox stays up.
     pub async fn run(&mut self, transcript: &mut Transcript) -> AgentReport {
         let config = self.session.config;
-        if self
+        let first = self
             .conversation
             .report(super::Outcome::Stopped {
                 reason: crate::reason::Reason::Infra,
                 message: String::new(),
             })
             .turns
-            == 0
-        {
+            == 0;
+        if first {
             transcript.record(
                 "start",
                 serde_json::json!({
                     "provider": self.session.model.provider,
                     "model": self.session.model.name,
                     "base_url": self.session.model.base_url,
-                    "isolation": format!("{:?}", self.sandbox.isolation()),
+                    "isolation": format!("{:?}", self.isolation()),
                 }),
             );
         }
+        if let Err(error) = self.ensure_sandbox().await {
+            return self.conversation.report(super::Outcome::Stopped {
+                reason: crate::reason::Reason::Infra,
+                message: format!("making the sandbox again: {error}"),
+            });
+        }
+        let sandbox = self.sandbox.as_deref().expect("made above");
         let toolbox = Toolbox {
             files: self.files.clone(),
-            sandbox: &*self.sandbox,
+            sandbox,
             max_command_time: config.sandbox.limits().timeout,
             ran: Default::default(),
         };
@@ -142,7 +177,8 @@ impl Started<'_> {
             .conversation
             .run(&self.model, &toolbox, &settings, transcript)
             .await;
-        self.ran.extend(toolbox.commands());
+        let ran = toolbox.commands();
+        self.ran.extend(ran);
         self.conversation.report(outcome)
     }
 
@@ -156,31 +192,39 @@ impl Started<'_> {
         &self.ran
     }
 
-    /// A command the host runs in the sandbox (in `/workspace`), such as
-    /// the repository's test command.
-    pub async fn exec(&self, command: &str, timeout: Duration) -> Result<ExecOutput, SandboxError> {
-        self.sandbox
-            .exec(ExecRequest::new(["bash", "-c", command]).timeout(timeout))
-            .await
-    }
-
-    /// The repository's tests, run by the host in the sandbox after the
-    /// agent finished: while they fail and rounds are left, the agent is
-    /// shown their output's end and runs another round. Returns the host's
-    /// runs and the last round that finished again, if one did (a round
-    /// stopped short keeps what the agent finished before: the tests say
-    /// how far it got).
+    /// The repository's tests, run by the host after the agent finished,
+    /// over what the commit would hold (`tests`: never in the agent's
+    /// sandbox, which is taken down first, so that nothing of the agent's
+    /// runs while the host reads the tree). While they fail and rounds are
+    /// left, the agent is shown their output's end and runs another round
+    /// in its sandbox made again. Returns the host's runs and the last
+    /// round that finished again, if one did (a round stopped short keeps
+    /// what the agent finished before: the tests say how far it got). The
+    /// runs stop early when the gate refuses the tree: nothing would be
+    /// committed to test.
     pub async fn test_rounds(
         &mut self,
         transcript: &mut Transcript,
+        tests: &HostTests<'_>,
         test: &str,
         retries: u32,
-    ) -> Result<(Vec<TestCommand>, Option<AgentReport>), SandboxError> {
+    ) -> Result<(Vec<TestCommand>, Option<AgentReport>), HostTestError> {
         let timeout = self.session.config.sandbox.limits().timeout;
         let mut runs = Vec::new();
         let mut finished_again = None;
         for round in 0..=retries {
-            let out = self.exec(test, timeout).await?;
+            self.take_down().await;
+            let out = match tests.run(test, timeout).await {
+                Ok(out) => out,
+                Err(HostTestError::Refused(reason)) => {
+                    transcript.record(
+                        "host_test",
+                        serde_json::json!({"command": test, "not_run": crate::reason::Reason::Gate(reason)}),
+                    );
+                    break;
+                }
+                Err(error) => return Err(error),
+            };
             runs.push(TestCommand {
                 command: test.to_owned(),
                 exit_code: out.status.code(),
@@ -203,10 +247,8 @@ impl Started<'_> {
     }
 
     /// Destroys the sandbox.
-    pub async fn close(self) {
-        if let Err(error) = self.sandbox.destroy().await {
-            tracing::warn!(%error, "destroying the sandbox failed");
-        }
+    pub async fn close(mut self) {
+        self.take_down().await;
     }
 }
 
@@ -229,7 +271,8 @@ fn failing_tests(test: &str, out: &ExecOutput) -> String {
         text
     };
     format!(
-        "Forgehand ran the repository's tests (`{test}`) after you finished, and they failed ({}). The end of their output:\n\n```\n{shown}\n```\n\nFix the code so that the tests pass (do not weaken or skip the tests), then call `finish` again with an updated summary.",
-        out.status
+        "Forgehand ran the repository's tests (`{test}`) after you finished, over the changes to be committed and the environment alone (not your home, `/tmp` or what is left out of the commit), and they failed ({}). The end of their output:\n\n{}\nFix the code so that the tests pass (do not weaken or skip the tests), then call `finish` again with an updated summary. Your sandbox was started again: your files and home are as you left them; background processes and `/tmp` are gone.",
+        out.status,
+        forgehand_gate::markdown::fenced(&shown)
     )
 }

@@ -21,7 +21,8 @@ use crate::agent::prompts::Prompts;
 use crate::agent::{Outcome, Session, Transcript};
 use crate::config::Config;
 use crate::environment::{
-    CommitFiles, EnvFailure, EnvironmentReport, Environments, Layered, Prepared, Testing,
+    CommitFiles, EnvFailure, EnvironmentReport, Environments, GateInputs, HostTests, Layered,
+    Prepared, Testing,
 };
 use crate::jobdir::JobDir;
 use crate::model::Provider;
@@ -201,6 +202,8 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         backend,
         layered: &layered,
         test: test.as_deref(),
+        git_dir: &git_dir,
+        scratch: job_dir.layers().join("tests"),
     };
     let mut report = run.agent_and_deliver(&copy, &before).await?;
     report.environment = environment;
@@ -249,6 +252,10 @@ struct Run<'a> {
     backend: &'a dyn Backend,
     layered: &'a Layered,
     test: Option<&'a str>,
+    /// The working copy's git directory, outside its tree.
+    git_dir: &'a Path,
+    /// Where the host's test runs make their layers.
+    scratch: PathBuf,
 }
 
 /// A local repository's base commit, checked out for the sandbox user,
@@ -339,7 +346,7 @@ impl Run<'_> {
             secrets.iter().map(|(_, s)| s.clone()).collect(),
         )
         .context("creating the transcript")?;
-        let (agent, testing) = self.agent(&mut transcript).await?;
+        let (agent, testing) = self.agent(&mut transcript, before, &secrets).await?;
         let mut report = RunReport::failed(None, None);
         report.turns = agent.turns;
         report.tool_calls = agent.tool_calls;
@@ -377,6 +384,8 @@ impl Run<'_> {
     async fn agent(
         &self,
         transcript: &mut Transcript,
+        before: &Snapshot,
+        secrets: &[(String, secrecy::SecretString)],
     ) -> anyhow::Result<(crate::agent::AgentReport, Testing)> {
         let prompts = Prompts::load(self.config.agent.prompts_dir.as_deref())?;
         let session = Session {
@@ -394,7 +403,21 @@ impl Run<'_> {
         let mut host_runs = Vec::new();
         if let (Some(test), Outcome::Finished { .. }) = (self.test, &agent.outcome) {
             let retries = self.config.environment.test_retries;
-            let tested = started.test_rounds(transcript, test, retries).await;
+            let tests = HostTests::new(
+                self.backend,
+                self.layered,
+                &self.config.sandbox,
+                self.git_dir.to_owned(),
+                self.scratch.clone(),
+                GateInputs {
+                    before: before.clone(),
+                    scanner: SecretScanner::new(secrets.iter().cloned()),
+                    policy: GatePolicy {
+                        allow_sensitive: self.args.allow_sensitive,
+                    },
+                },
+            );
+            let tested = started.test_rounds(transcript, &tests, test, retries).await;
             match tested {
                 Ok((runs, again)) => {
                     host_runs = runs;

@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::lex::Line;
 use super::Subcommand;
+use forgehand_gate::markdown::code;
 
 /// The command every error reply points at.
 const HELP_POINTER: &str = "Say `/forgehand help` to see what I understand.";
@@ -138,20 +139,6 @@ fn command_list() -> String {
     let names: Vec<String> = Subcommand::ALL.iter().map(|s| code(s.name())).collect();
     let (last, rest) = names.split_last().expect("there are subcommands");
     format!("The commands are {} and {last}.", rest.join(", "))
-}
-
-/// `s` as Markdown inline code, with a fence longer than any run of
-/// backticks inside it.
-pub(crate) fn code(s: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in s.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
-    let pad = if longest > 0 { " " } else { "" };
-    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 /// At most [`MAX_QUOTE`] characters of `s`, ending in `…` if cut.

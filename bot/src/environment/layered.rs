@@ -160,6 +160,60 @@ impl Layered {
         spec
     }
 
+    /// Layers for the host's test run, mounted in `dir` (empty, on the
+    /// job's disk): `commit` (the files the commit changes, and whiteouts
+    /// for those it removes) over the environment's workspace and the
+    /// shared checkout, a fresh home over the environment's, and the
+    /// environment's root. Nothing of the agent's layers is beneath: what
+    /// the tests see is what is committed, over what the environment is.
+    pub async fn over_commit(
+        &self,
+        backend: &dyn Backend,
+        dir: &Path,
+        commit: &Path,
+    ) -> Result<TestLayers, String> {
+        let made = |name: &str| {
+            let path = dir.join(name);
+            std::fs::create_dir_all(&path)
+                .map(|()| path)
+                .map_err(|e| format!("a test layer: {e}"))
+        };
+        let (upper, work, merged) = (made("upper")?, made("work")?, made("tree")?);
+        for prepared in [commit, upper.as_path()] {
+            backend
+                .prepare_for_sandbox(prepared)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        let mut lowers: Vec<PathBuf> = vec![commit.to_owned()];
+        if let Some(env) = &self._env {
+            lowers.push(env.workspace());
+        }
+        lowers.push(self._checkout.tree.clone());
+        let lower_refs: Vec<&Path> = lowers.iter().map(PathBuf::as_path).collect();
+        let tree = Overlay::writable(&lower_refs, &upper, &work, &merged)
+            .map_err(|e| format!("the tested tree's overlay: {e}"))?;
+        let (mut home, mut home_upper) = (None, None);
+        if let Some(env) = &self._env {
+            let (upper, work, merged) = (made("home-upper")?, made("home-work")?, made("home")?);
+            backend
+                .prepare_for_sandbox(&upper)
+                .await
+                .map_err(|e| e.to_string())?;
+            home = Some(
+                Overlay::writable(&[&env.home()], &upper, &work, &merged)
+                    .map_err(|e| format!("the tested home's overlay: {e}"))?,
+            );
+            home_upper = Some(upper);
+        }
+        Ok(TestLayers {
+            tree,
+            home,
+            rootfs: self.rootfs.as_ref().map(|r| r.path().to_owned()),
+            give_back: std::iter::once(upper).chain(home_upper).collect(),
+        })
+    }
+
     /// What git must never take into a commit: what the environment added
     /// to `/workspace` and the toolchains' artefacts, one line each in
     /// git's ignore syntax.
@@ -181,6 +235,31 @@ impl Layered {
     /// The environment's additions to `/workspace`, as excluded.
     pub fn environment_paths(&self) -> &[String] {
         &self.added
+    }
+}
+
+/// The layers of a host's test run ([`Layered::over_commit`]); unmounted
+/// when dropped.
+pub struct TestLayers {
+    // Unmounted in this order: the tree, then the home.
+    tree: Overlay,
+    home: Option<Overlay>,
+    rootfs: Option<PathBuf>,
+    give_back: Vec<PathBuf>,
+}
+
+impl TestLayers {
+    /// A sandbox over them, as the agent's is made but for its layers.
+    pub fn spec(&self, sandbox: &SandboxConfig) -> SandboxSpec {
+        let mut spec = sandbox.spec(self.tree.path());
+        if let Some(rootfs) = &self.rootfs {
+            spec.rootfs = rootfs.clone();
+        }
+        spec.home = self.home.as_ref().map(|h| h.path().to_owned());
+        spec.handover = Handover::Prepared {
+            give_back: self.give_back.clone(),
+        };
+        spec
     }
 }
 

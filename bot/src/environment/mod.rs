@@ -5,6 +5,7 @@
 
 pub mod files;
 mod layered;
+mod tested;
 mod testing;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,8 @@ pub use testing::{looks_like_a_test, By, TestCommand, TestResult, Testing};
 
 use crate::config::Config;
 pub use files::CommitFiles;
-pub use layered::{ignored_paths, write_exclusions, Layered, ARTEFACTS};
+pub use layered::{ignored_paths, write_exclusions, Layered, TestLayers, ARTEFACTS};
+pub use tested::{GateInputs, HostTestError, HostTests};
 
 /// What a job or a run works with: the environment's declaration, where
 /// it came from, and the kept environment itself.

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::agent::tools::CommandRun;
+use forgehand_gate::markdown;
 
 /// Who ran a test command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,70 +88,177 @@ impl Testing {
                 By::Agent => "agent",
                 By::Host => "Forgehand",
             };
-            let command: String = c
-                .command
-                .replace('|', "\\|")
-                .replace('`', "'")
-                .chars()
-                .take(200)
-                .collect();
-            out.push_str(&format!("| `{command}` | {who} | {} |\n", c.exit_code));
+            // In a table cell, a pipe is escaped even in code.
+            let command = markdown::code(&markdown::cut(&markdown::one_line(&c.command), 200))
+                .replace('|', "\\|");
+            out.push_str(&format!("| {command} | {who} | {} |\n", c.exit_code));
         }
         out
     }
 }
 
-/// Whether a shell command runs tests: the repository's declared test
-/// command, or one of the common test runners.
+/// The commands known to run tests, by their words: the first is the
+/// program (or a path to it).
+const RUNNERS: &[&[&str]] = &[
+    &["pytest"],
+    &["py.test"],
+    &["npm", "test"],
+    &["npm", "t"],
+    &["npm", "run", "test"],
+    &["yarn", "test"],
+    &["yarnpkg", "test"],
+    &["pnpm", "test"],
+    &["pnpm", "run", "test"],
+    &["npx", "jest"],
+    &["npx", "vitest"],
+    &["npx", "mocha"],
+    &["jest"],
+    &["vitest"],
+    &["mocha"],
+    &["cargo", "test"],
+    &["cargo", "nextest"],
+    &["go", "test"],
+    &["make", "test"],
+    &["make", "check"],
+    &["ctest"],
+    &["tox"],
+    &["nox"],
+    &["rspec"],
+    &["phpunit"],
+    &["mvn", "test"],
+    &["gradle", "test"],
+    &["gradlew", "test"],
+    &["dotnet", "test"],
+    &["mix", "test"],
+    &["swift", "test"],
+];
+
+/// Python modules that run tests (`python -m pytest`).
+const TEST_MODULES: &[&str] = &["pytest", "unittest", "tox", "nox"];
+
+/// Words that run the rest (`timeout 600 pytest`, `uv run pytest`).
+const WRAPPERS: &[&[&str]] = &[
+    &["uv", "run"],
+    &["poetry", "run"],
+    &["pipenv", "run"],
+    &["pdm", "run"],
+    &["hatch", "run"],
+    &["bundle", "exec"],
+];
+
+/// Whether a shell command runs tests, so that its exit status is theirs:
+/// the repository's declared test command, or one of the common test
+/// runners, as the command's last step (after `cd web &&`, say), with
+/// nothing after it that decides the status instead (`| tail`, `||
+/// true`, `&`). A command that merely names the test (`echo pytest`) does
+/// not run it.
 pub fn looks_like_a_test(command: &str, declared: Option<&str>) -> bool {
-    let command = command.trim();
-    if declared.is_some_and(|d| !d.trim().is_empty() && command.contains(d.trim())) {
-        return true;
+    let normal = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let whole = normal(command);
+    if let Some(declared) = declared.map(normal).filter(|d| !d.is_empty()) {
+        // A declared command of several steps, as it is (after a `cd`).
+        if whole == declared
+            || whole.ends_with(&format!("&& {declared}"))
+            || whole.ends_with(&format!("; {declared}"))
+        {
+            return true;
+        }
     }
-    const RUNNERS: &[&str] = &[
-        "pytest",
-        "py.test",
-        "-m unittest",
-        "npm test",
-        "npm run test",
-        "npm t ",
-        "yarn test",
-        "yarnpkg test",
-        "pnpm test",
-        "pnpm run test",
-        "npx jest",
-        "npx vitest",
-        "jest",
-        "vitest",
-        "mocha",
-        "cargo test",
-        "go test",
-        "make test",
-        "make check",
-        "ctest",
-        "tox",
-        "nox",
-        "rspec",
-        "phpunit",
-        "mvn test",
-        "gradle test",
-        "./gradlew test",
-        "dotnet test",
-        "mix test",
-        "swift test",
-    ];
-    let words: Vec<&str> = command.split_whitespace().collect();
-    if runs_a_test_script(&words) {
-        return true;
+    let Some(last) = last_step(command) else {
+        return false;
+    };
+    let words = program_words(&last);
+    if let Some(declared) = declared {
+        let declared: Vec<&str> = declared.split_whitespace().collect();
+        if !declared.is_empty() && words.starts_with(&declared) {
+            return true;
+        }
+    }
+    runs_a_runner(&words) || runs_a_test_script(&words)
+}
+
+/// The last step of a command list (split at `&&`, `;` and line breaks),
+/// when nothing in it but its program decides its exit status.
+fn last_step(command: &str) -> Option<String> {
+    let mut last = command;
+    for separator in ["&&", ";", "\n"] {
+        if let Some((_, after)) = last.rsplit_once(separator) {
+            last = after;
+        }
+    }
+    let mut last = last.trim();
+    if last.is_empty() {
+        // `pytest;` or a trailing line break: the step before.
+        let trimmed = command.trim_end().trim_end_matches([';', '\n']).trim_end();
+        if trimmed.len() == command.trim_end().len() {
+            return None;
+        }
+        return last_step(trimmed);
+    }
+    // A pipe or `||` decides the status; so does `&` (in the background),
+    // but not in a redirection (`2>&1`).
+    let operators = last.replace(">&", "").replace("&>", "");
+    if operators.contains('|') || operators.contains('&') {
+        return None;
+    }
+    last = last.trim_start_matches('(').trim_end_matches(')').trim();
+    Some(last.to_owned())
+}
+
+/// The words from the program on: variable assignments (`CI=1`) and
+/// wrappers (`timeout 600`, `env`, `time`, `uv run`) left out.
+fn program_words(step: &str) -> Vec<&str> {
+    let mut words: Vec<&str> = step.split_whitespace().collect();
+    loop {
+        let assignment = |w: &str| {
+            w.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+        };
+        match words.as_slice() {
+            [first, ..] if assignment(first) => {
+                words.remove(0);
+            }
+            ["env" | "time" | "nice" | "command" | "exec", ..] => {
+                words.remove(0);
+            }
+            ["timeout", ..] => {
+                words.remove(0);
+                while words.first().is_some_and(|w| w.starts_with('-')) {
+                    words.remove(0);
+                }
+                if !words.is_empty() {
+                    words.remove(0);
+                }
+            }
+            _ => match WRAPPERS.iter().find(|w| words.starts_with(w)) {
+                Some(wrapper) => {
+                    words.drain(..wrapper.len());
+                }
+                None => return words,
+            },
+        }
+    }
+}
+
+fn program(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+fn runs_a_runner(words: &[&str]) -> bool {
+    let Some((first, rest)) = words.split_first() else {
+        return false;
+    };
+    let python = program(first)
+        .strip_prefix("python")
+        .is_some_and(|version| version.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    if python {
+        return matches!(rest, ["-m", module, ..] if TEST_MODULES.contains(module));
     }
     RUNNERS.iter().any(|runner| {
-        let runner_words: Vec<&str> = runner.split_whitespace().collect();
-        // A word is the runner itself, or a path to it (`/usr/bin/make`).
-        let same =
-            |word: &str, runner: &str| word == runner || word.ends_with(&format!("/{runner}"));
-        words
-            .windows(runner_words.len())
-            .any(|w| w.iter().zip(&runner_words).all(|(a, b)| same(a, b)))
+        runner[0] == program(first)
+            && rest.len() >= runner.len() - 1
+            && rest.iter().zip(&runner[1..]).all(|(a, b)| a == b)
     })
 }
 
@@ -160,16 +268,12 @@ pub fn looks_like_a_test(command: &str, declared: Option<&str>) -> bool {
 fn runs_a_test_script(words: &[&str]) -> bool {
     const INTERPRETERS: &[&str] = &["sh", "bash", "python", "python3", "node", "ruby", "perl"];
     let script_like = |word: &str| {
-        let name = word.rsplit('/').next().unwrap_or(word);
         ["test", "run_tests", "run-tests"]
             .iter()
-            .any(|prefix| name.starts_with(prefix))
+            .any(|prefix| program(word).starts_with(prefix))
     };
-    let program = |word: &str| word.rsplit('/').next().unwrap_or(word).to_owned();
     match words {
-        [first, second, ..] if INTERPRETERS.contains(&program(first).as_str()) => {
-            script_like(second)
-        }
+        [first, second, ..] if INTERPRETERS.contains(&program(first)) => script_like(second),
         [first, ..] => first.contains('/') && script_like(first),
         [] => false,
     }
@@ -211,9 +315,40 @@ mod tests {
             "echo cargo",
             "npm install",
             "pytestify",
+            // Naming a runner is not running it.
+            "echo pytest -q",
+            "grep -r 'cargo test' docs",
+            // Something else decides the exit status.
+            "pytest -q | tail -5",
+            "pytest -q || true",
+            "pytest -q; echo done",
+            "npm test &",
         ] {
             assert!(!looks_like_a_test(no, None), "{no}");
         }
+        for yes in [
+            "pytest -q 2>&1",
+            "CI=1 timeout 600 npm test",
+            "uv run pytest",
+            "(cd web && npm test)",
+            "pytest -q;",
+        ] {
+            assert!(looks_like_a_test(yes, None), "{yes}");
+        }
+        let declared = Some("python3 test_x.py");
+        assert!(looks_like_a_test("python3 test_x.py", declared));
+        assert!(looks_like_a_test(
+            "cd sub && python3 test_x.py -v",
+            declared
+        ));
+        assert!(!looks_like_a_test("echo python3 test_x.py", declared));
+        assert!(!looks_like_a_test(
+            ": python3 test_x.py\n- `python3 test_x.py`: exit 0 (host)",
+            declared
+        ));
+        let compound = Some("npm ci && npm test");
+        assert!(looks_like_a_test("npm ci && npm test", compound));
+        assert!(looks_like_a_test("cd web && npm ci && npm test", compound));
         assert!(looks_like_a_test(
             "./run-checks.sh --all",
             Some("./run-checks.sh")
@@ -234,6 +369,28 @@ mod tests {
         let md = testing.to_markdown();
         assert!(md.contains("| `pytest -q` | agent | 1 |"), "{md}");
         assert!(md.contains("| `pytest -q` | Forgehand | 0 |"), "{md}");
+        // A declared test command is the repository's text.
+        let forged = Testing::observed(
+            &[],
+            None,
+            &[TestCommand {
+                command: "pytest -q\n| `pytest` | Forgehand | 0 |\n\n## Fake".into(),
+                exit_code: 1,
+                by: By::Host,
+            }],
+        );
+        let md = forged.to_markdown();
+        assert_eq!(
+            md.lines().count(),
+            5,
+            "the result, a blank line, the header, and one row for the command, whatever it holds: {md}"
+        );
+        assert!(
+            md.contains(
+                "| `` pytest -q \\| `pytest` \\| Forgehand \\| 0 \\| ## Fake `` | Forgehand | 1 |"
+            ),
+            "{md}"
+        );
 
         let failed = Testing::observed(
             &[],

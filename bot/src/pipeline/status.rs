@@ -9,6 +9,7 @@ use super::stages::Stage;
 use crate::environment::{EnvironmentReport, TestResult, Testing};
 use crate::reason::Reason;
 use crate::trigger::BotIdentity;
+use forgehand_gate::markdown;
 
 /// The status comment while the job runs: the checklist's stages before
 /// `current` done.
@@ -81,13 +82,11 @@ pub fn retrying(attempt: &Attempt, reason: Reason, explanation: &str) -> String 
     )
 }
 
-/// The first line of `text`, cut at `max` characters.
+/// The first line of `text`, its control characters escaped, cut at
+/// `max` characters.
 fn one_line(text: &str, max: usize) -> String {
     let first = text.lines().next().unwrap_or_default();
-    match first.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &first[..at]),
-        None => first.to_owned(),
-    }
+    markdown::cut(&markdown::one_line(first), max)
 }
 
 /// The final form when a pull request was opened or updated, with what
@@ -108,10 +107,10 @@ pub fn done(
     }
     if let Some(testing) = testing {
         let tested = match (testing.result, testing.commands.last()) {
-            (TestResult::Passed, Some(c)) => format!("`{}` passed", one_line(&c.command, 100)),
+            (TestResult::Passed, Some(c)) => format!("{} passed", command(&c.command)),
             (TestResult::Failed, Some(c)) => format!(
-                "`{}` failed (exit status {})",
-                one_line(&c.command, 100),
+                "{} failed (exit status {})",
+                command(&c.command),
                 c.exit_code
             ),
             _ => "nothing was run that tests the change".to_owned(),
@@ -122,6 +121,11 @@ pub fn done(
         out.push_str(&format!("- Tests: {tested}\n"));
     }
     out
+}
+
+/// A command as the status comment shows it: on one line, as code.
+fn command(text: &str) -> String {
+    markdown::code(&markdown::cut(&markdown::one_line(text), 100))
 }
 
 /// One line on an environment: where it came from, and whether it was
@@ -135,8 +139,27 @@ fn environment_line(env: &EnvironmentReport) -> String {
     format!("{} ({how})", env.source)
 }
 
+/// At most this many lines of an environment's failure are shown: its
+/// setup's output ends with what went wrong.
+const ENVIRONMENT_LINES: usize = 30;
+
 /// The final form of a failed job: its reason code and one line.
 pub fn failed(reason: Reason, explanation: &str) -> String {
+    if let Reason::Environment(_) = reason {
+        // The repository's own text (its declaration, its setup's output):
+        // shown as it is, in a block nothing in it can close.
+        let lines: Vec<&str> = explanation.lines().collect();
+        let shown = &lines[lines.len().saturating_sub(ENVIRONMENT_LINES)..];
+        let cut = if shown.len() < lines.len() {
+            format!("[… {} lines before …]\n", lines.len() - shown.len())
+        } else {
+            String::new()
+        };
+        return format!(
+            "❌ Stopped: `{reason}`. The repository's environment could not be used:\n\n{}",
+            markdown::fenced(&(cut + &shown.join("\n")))
+        );
+    }
     let mut lines = explanation.lines();
     let first = lines.next().unwrap_or_default();
     let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
@@ -309,7 +332,7 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
     if !b.files.is_empty() {
         out.push_str("\n**Files changed**\n\n");
         for file in b.files {
-            out.push_str(&format!("- `{file}`\n"));
+            out.push_str(&format!("- {}\n", markdown::code(file)));
         }
     }
     if !b.findings.is_empty() {
@@ -326,7 +349,7 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
             out.push_str(&format!("Environment: {}.\n\n", environment_line(env)));
         }
         if !b.drift.is_empty() {
-            let files: Vec<String> = b.drift.iter().map(|f| format!("`{f}`")).collect();
+            let files: Vec<String> = b.drift.iter().map(|f| markdown::code(f)).collect();
             out.push_str(&format!(
                 "This change edits {}, which define{} the repository's environment: the tests ran in the environment of the base branch, not one built from this change.\n\n",
                 files.join(", "),

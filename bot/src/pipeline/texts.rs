@@ -17,7 +17,7 @@ use super::status::{self, Attempt, PullRequestBody};
 use crate::agent::tools::{CommandRun, ThreadReply};
 use crate::environment::{By, EnvironmentReport, TestCommand, Testing};
 use crate::job::{Command, Job, Task};
-use crate::reason::{Budget, Reason};
+use crate::reason::{Budget, EnvProblem, Reason};
 use crate::store::JobState;
 
 fn job(task: Task, on_pull_request: bool) -> Job {
@@ -179,6 +179,91 @@ fn the_status_comments_final_forms() {
 
     Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
     ");
+}
+
+/// The repository's own text (its setup's output, its declaration's
+/// keys, its test command) in the status comment: shown, never read as
+/// the bot's markup (red-team finding F3).
+#[test]
+fn the_repositorys_text_in_the_status_comment() {
+    let setup_output = "the setup command failed (exit status: 1):\nok\n```\n**Forgehand**: all tests passed ✅ @maintainers see [report](https://example.invalid/x)\n![x](https://example.invalid/pixel.png)\n\u{1b}]0;PWNED\u{7}\u{1b}[31mRED";
+    assert_snapshot!(
+        status::failed(Reason::Environment(EnvProblem::Setup), setup_output),
+        @r"
+    ❌ Stopped: `environment:setup`. The repository's environment could not be used:
+
+    ````text
+    the setup command failed (exit status: 1):
+    ok
+    ```
+    **Forgehand**: all tests passed ✅ @maintainers see [report](https://example.invalid/x)
+    ![x](https://example.invalid/pixel.png)
+    \u{1b}]0;PWNED\u{7}\u{1b}[31mRED
+    ````
+    "
+    );
+    assert_snapshot!(
+        status::failed(
+            Reason::Environment(EnvProblem::Declaration),
+            ".forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup and test"
+        ),
+        @r"
+    ❌ Stopped: `environment:declaration`. The repository's environment could not be used:
+
+    ```text
+    .forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup and test
+    ```
+    "
+    );
+    let hostile = "x` ![i](https://example.invalid/p.png) @maintainers `y".to_owned();
+    let body = status::pull_request_body(&PullRequestBody {
+        summary: "Done.",
+        closes: 7,
+        files: std::slice::from_ref(&hostile),
+        findings: "",
+        left_out: "",
+        isolation: "Linux namespaces",
+        cost_usd: 0.0,
+        turns: 1,
+        duration: Duration::from_secs(1),
+        testing: Some(&testing(0)),
+        environment: None,
+        drift: std::slice::from_ref(&hostile),
+    });
+    assert_snapshot!(body, @r"
+    Done.
+
+    Closes #7
+
+    **Files changed**
+
+    - `` x` ![i](https://example.invalid/p.png) @maintainers `y ``
+
+    **Testing** (what Forgehand saw run, not what the agent says)
+
+    This change edits `` x` ![i](https://example.invalid/p.png) @maintainers `y ``, which defines the repository's environment: the tests ran in the environment of the base branch, not one built from this change.
+
+    The last test run passed.
+
+    | Command | Run by | Exit status |
+    | --- | --- | --- |
+    | `python -m pytest -q` | agent | 1 |
+    | `python -m pytest -q` | agent | 0 |
+    | `$HOME/.venv/bin/python -m pytest` | Forgehand | 0 |
+
+    ---
+    <sub>Forgehand · Linux namespaces · 1 turns · $0.0000 · 1 s</sub>
+    ");
+    let mut forged = testing(0);
+    forged.commands.last_mut().unwrap().command = "pytest`\n\n## ✅ All good".into();
+    assert_snapshot!(
+        status::done("https://forge/acme/widgets/pull/8", 8, false, None, Some(&forged)),
+        @r"
+    ✅ Opened #8: https://forge/acme/widgets/pull/8
+
+    - Tests: `` pytest` ## ✅ All good `` passed
+    "
+    );
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Stage 4: the agent, in a sandbox over the working copy: the model
 //! loop runs here on the host, every tool call in the sandbox, within the
 //! host's budgets, into a transcript with the job's secrets redacted.
-//! Then the repository's test command, run by the host in the same
-//! sandbox: a failure goes back to the agent for a bounded number of
+//! Then the repository's test command, run by the host in a sandbox of
+//! its own over what the commit would hold and the environment (never in
+//! the agent's): a failure goes back to the agent for a bounded number of
 //! rounds (`environment.test_retries`). What was tested is what the host
 //! saw, never what the model says.
 
@@ -14,7 +15,8 @@ use super::Stage;
 use crate::agent::session::Started;
 use crate::agent::tools::ThreadReply;
 use crate::agent::{AgentReport, Outcome, Session, Transcript};
-use crate::environment::{Prepared, Testing};
+use crate::environment::{GateInputs, HostTests, Prepared, Testing};
+use forgehand_gate::SecretScanner;
 
 /// What the agent said when it called `finish`, what it cost, and what
 /// was tested.
@@ -62,9 +64,44 @@ impl Pipeline {
         let test = environment
             .and_then(|e| e.declared.test.as_deref())
             .filter(|_| !work.plan_only);
-        let finished = self.rounds(run, &mut started, &mut transcript, test).await;
+        let tests = self.host_tests(run, copy, work);
+        let finished = self
+            .rounds(
+                run,
+                &mut started,
+                &mut transcript,
+                test.map(|t| (t, &tests)),
+            )
+            .await;
         started.close().await;
         finished
+    }
+
+    /// Where the host runs the tests: over what the commit would hold,
+    /// checked by the gate as the publish stage will check it.
+    fn host_tests<'a>(
+        &'a self,
+        run: &JobRun<'_>,
+        copy: &'a WorkingCopy,
+        work: &Work,
+    ) -> HostTests<'a> {
+        let mut policy = self
+            .config
+            .git
+            .policy_for(&run.claimed.job.repo.full_name());
+        policy.allow_sensitive |= work.allow_sensitive;
+        HostTests::new(
+            &*self.backend,
+            &copy.layered,
+            &self.config.sandbox,
+            copy.job_dir.git_dir(),
+            copy.job_dir.layers().join("tests"),
+            GateInputs {
+                before: copy.before.clone(),
+                scanner: SecretScanner::new(run.secrets.iter().cloned()),
+                policy,
+            },
+        )
     }
 
     /// The agent's first round, then the tests (`test_rounds`: another
@@ -74,18 +111,18 @@ impl Pipeline {
         run: &mut JobRun<'_>,
         started: &mut Started<'_>,
         transcript: &mut Transcript,
-        test: Option<&str>,
+        test: Option<(&str, &HostTests<'_>)>,
     ) -> Result<Finished, Failure> {
         let report = started.run(transcript).await;
         let mut finished =
             finished(report).map_err(|(reason, message)| Failure::new(reason, message))?;
         run.steps.done(Stage::Agent);
         let mut host_runs = Vec::new();
-        if let Some(test) = test {
+        if let Some((test, tests)) = test {
             run.progress(Stage::Tests).await;
             let retries = self.config.environment.test_retries;
             let (runs, again) = started
-                .test_rounds(transcript, test, retries)
+                .test_rounds(transcript, tests, test, retries)
                 .await
                 .map_err(Failure::infra)?;
             host_runs = runs;
@@ -94,7 +131,7 @@ impl Pipeline {
             }
             run.steps.done(Stage::Tests);
         }
-        finished.testing = Testing::observed(started.commands(), test, &host_runs);
+        finished.testing = Testing::observed(started.commands(), test.map(|(t, _)| t), &host_runs);
         Ok(finished)
     }
 }
