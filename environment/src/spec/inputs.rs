@@ -9,8 +9,9 @@
 //! matches, which is the failure to avoid. Two more kinds are added: the
 //! files a setup line names (`-r requirements-dev.txt`,
 //! `./scripts/setup.sh`), found by looking each word up in the tree, and
-//! the files pip requirement files include (`-r`, `-c`), followed through
-//! a bounded number of files.
+//! the files those name in turn (what `setup.sh` runs), and the files pip
+//! requirement files include (`-r`, `-c`), each followed through a
+//! bounded number of files.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -45,8 +46,11 @@ const KNOWN: [&str; 25] = [
     "go.work.sum",
 ];
 
-/// Words of a setup line looked up as paths, at most.
-const MAX_MENTIONED: usize = 64;
+/// Words of a setup line (or of a script it runs) looked up as paths, at
+/// most.
+const MAX_MENTIONED: usize = 512;
+/// Scripts read to follow what they run, at most.
+const MAX_SCRIPTS: usize = 32;
 /// Requirement files read to follow their includes, at most.
 const MAX_REQUIREMENT_FILES: usize = 32;
 
@@ -60,11 +64,8 @@ pub(super) fn inputs(
         .filter(|path| files.exists(path))
         .map(|path| path.to_string())
         .collect();
-    let mentioned: BTreeSet<String> = setup.map(mentioned).unwrap_or_default();
-    for path in mentioned.into_iter().take(MAX_MENTIONED) {
-        if files.exists(&path) {
-            found.insert(path);
-        }
+    for path in scripts(files, setup.unwrap_or_default())? {
+        found.insert(path);
     }
     let roots = found
         .iter()
@@ -77,17 +78,61 @@ pub(super) fn inputs(
     Ok(found.into_iter().collect())
 }
 
-/// The words of a shell line that could be paths in the repository, as
-/// normalised relative paths. A word `--opt=value` is looked at for its
-/// value. Words that expand (`$`, globs, `~`) are not guessed at.
-fn mentioned(setup: &str) -> BTreeSet<String> {
-    setup
-        .split(|c: char| c.is_whitespace() || ";&|<>()`".contains(c))
+/// The files the setup line names, and the files those name in turn (a
+/// `setup.sh` that runs `tools/install.sh`), looked up from the root and
+/// from the naming file's directory, through at most [`MAX_SCRIPTS`]
+/// files read. Listing a file that is not run costs a rebuild when it
+/// changes; missing one that is run would reuse an environment that no
+/// longer matches its base.
+fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, FilesError> {
+    let mut found = BTreeSet::new();
+    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut look =
+        |dir: &str, text: &str, found: &mut BTreeSet<String>, queue: &mut VecDeque<String>| {
+            for word in words(text).take(MAX_MENTIONED) {
+                for path in [normalize("", word), normalize(dir, word)]
+                    .into_iter()
+                    .flatten()
+                {
+                    if !found.contains(&path) && files.exists(&path) {
+                        found.insert(path.clone());
+                        queue.push_back(path);
+                    }
+                }
+            }
+        };
+    look("", setup, &mut found, &mut queue);
+    let mut read = 0;
+    while let Some(path) = queue.pop_front() {
+        if read == MAX_SCRIPTS {
+            break;
+        }
+        // Requirement files are followed by their own grammar, below.
+        if is_requirements(&path) {
+            continue;
+        }
+        let Some(text) = read_text(files, &path)? else {
+            continue;
+        };
+        read += 1;
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        look(dir, &text, &mut found, &mut queue);
+    }
+    Ok(found)
+}
+
+/// The words of a shell text that could be paths in the repository. A
+/// word `--opt=value` is looked at for its value. Words that expand (`$`,
+/// globs, `~`) are not guessed at.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || ";&|<>()`".contains(c))
         .map(|word| word.rsplit('=').next().unwrap_or(word))
         .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
-        .filter(|word| !word.starts_with('-') && !word.contains(['$', '*', '?', '[', '{', '~']))
-        .filter_map(|word| normalize("", word))
-        .collect()
+        .filter(|word| {
+            !word.is_empty()
+                && !word.starts_with('-')
+                && !word.contains(['$', '*', '?', '[', '{', '~'])
+        })
 }
 
 /// Whether `path` is a pip requirement file, by the usual names
@@ -222,6 +267,60 @@ mod tests {
                 "scripts/setup.sh",
                 "tools.lock"
             ]
+        );
+    }
+
+    /// A setup script runs others: what they are is part of the
+    /// environment too (red-team finding F2: a harmless `setup.sh` calling
+    /// a `tools/install.sh` that differed between branches kept one key).
+    #[test]
+    fn files_the_setups_scripts_name_are_inputs() {
+        let files = MapFiles::new()
+            .with(
+                "setup.sh",
+                "#!/bin/sh
+set -e
+sh tools/install.sh
+. ./env.sh
+",
+            )
+            .with(
+                "tools/install.sh",
+                "cd tools && ./fetch.py --into ../vendor
+",
+            )
+            .with(
+                "tools/fetch.py",
+                "print('x')
+",
+            )
+            .with(
+                "env.sh",
+                "export A=1
+",
+            )
+            .with(
+                "unrelated.sh",
+                "x
+",
+            );
+        assert_eq!(
+            inputs(&files, Some("sh ./setup.sh")).unwrap(),
+            ["env.sh", "setup.sh", "tools/fetch.py", "tools/install.sh"]
+        );
+    }
+
+    #[test]
+    fn scripts_are_followed_within_a_bound() {
+        let mut files = MapFiles::new();
+        for i in 0..200 {
+            files = files.with(&format!("s{i}.sh"), &format!("sh s{}.sh\n", i + 1));
+        }
+        let found = inputs(&files, Some("sh s0.sh")).unwrap();
+        assert!(
+            found.len() > 10 && found.len() <= MAX_SCRIPTS + 1,
+            "{}",
+            found.len()
         );
     }
 
