@@ -87,7 +87,7 @@ pub(super) fn inputs(
 fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, FilesError> {
     let mut found = BTreeSet::new();
     let mut queue: VecDeque<String> = VecDeque::new();
-    let mut look =
+    let look =
         |dir: &str, text: &str, found: &mut BTreeSet<String>, queue: &mut VecDeque<String>| {
             for word in words(text).take(MAX_MENTIONED) {
                 for path in [normalize("", word), normalize(dir, word)]
