@@ -32,6 +32,7 @@ use forgehand_sandbox::{
 use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
 use crate::egress::{Egress, Policy, PolicyError, Summary};
 use crate::spec::{Declared, EnvKey};
+use crate::text::printable;
 
 /// The port the proxy is reached at, on the sandbox's own loopback.
 pub const PROXY_PORT: u16 = 3128;
@@ -435,7 +436,9 @@ async fn serve_and_run(
 }
 
 /// What a command printed, both streams, as people read it (its end is
-/// kept when it is long).
+/// kept when it is long), its control characters escaped: the
+/// repository's commands chose it, and it reaches the operator's
+/// terminal and the status comment.
 fn printed(out: &ExecOutput) -> String {
     let mut text = out.stdout.to_text();
     let err = out.stderr.to_text();
@@ -445,5 +448,35 @@ fn printed(out: &ExecOutput) -> String {
         }
         text.push_str(&err);
     }
-    text
+    printable(&text).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use forgehand_sandbox::Captured;
+
+    fn captured(text: &str) -> Captured {
+        Captured {
+            bytes: text.as_bytes().to_vec(),
+            ..Captured::default()
+        }
+    }
+
+    /// Red-team F3: what a setup prints reaches the operator's terminal
+    /// and the status comment; its escape sequences must not.
+    #[test]
+    fn what_setup_printed_is_shown_with_its_controls_escaped() {
+        let out = ExecOutput {
+            status: ExitStatus::Exited(1),
+            stdout: captured("step 1\tok\n\u{1b}]0;PWNED-TITLE\u{7}\u{1b}[31mRED\r\n"),
+            stderr: captured("fake\rreal \u{9b}2J \u{202e}gpj.exe\n"),
+            duration: std::time::Duration::ZERO,
+        };
+        assert_eq!(
+            printed(&out),
+            "step 1\tok\n\\u{1b}]0;PWNED-TITLE\\u{7}\\u{1b}[31mRED\n\
+             fake\\rreal \\u{9b}2J \\u{202e}gpj.exe\n"
+        );
+    }
 }

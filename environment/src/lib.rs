@@ -18,3 +18,4 @@ pub mod cache;
 pub mod egress;
 pub mod hosts;
 pub mod spec;
+pub mod text;
