@@ -19,7 +19,6 @@
 //! (`environment.disk_mib`) and copied into the cache when done.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use forgehand_sandbox::disk::SizedDir;
@@ -31,6 +30,7 @@ use forgehand_sandbox::{
 
 use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
 use crate::egress::{Egress, Policy, PolicyError, Summary};
+use crate::keep::{self, CheckError, Unkeepable};
 use crate::spec::{Declared, EnvKey};
 use crate::text::printable;
 
@@ -86,6 +86,9 @@ pub enum SetupError {
     UnknownPackages(Vec<String>),
     #[error("the setup command failed ({status}):\n{output}")]
     Setup { status: ExitStatus, output: String },
+    /// What the setup left cannot be kept (a path too long to copy).
+    #[error(transparent)]
+    Unkeepable(Unkeepable),
     #[error("the setup sandbox: {0}")]
     Sandbox(#[from] SandboxError),
     #[error("the egress proxy: {0}")]
@@ -97,12 +100,16 @@ pub enum SetupError {
 }
 
 impl SetupError {
-    /// Whether the repository's own declaration failed (its packages or
-    /// its command), rather than Forgehand's machinery.
+    /// Whether the repository's own declaration failed (its packages, its
+    /// command, or what its command left), rather than Forgehand's
+    /// machinery.
     pub fn is_the_repositorys(&self) -> bool {
         matches!(
             self,
-            SetupError::Packages { .. } | SetupError::UnknownPackages(_) | SetupError::Setup { .. }
+            SetupError::Packages { .. }
+                | SetupError::UnknownPackages(_)
+                | SetupError::Setup { .. }
+                | SetupError::Unkeepable(_)
         )
     }
 }
@@ -198,25 +205,31 @@ impl Scratch {
     }
 
     /// Copies the environment's layers out of the scratch file system
-    /// (owners, modes, overlay whiteouts and their xattrs as they are).
+    /// (owners, modes, overlay whiteouts and their xattrs as they are),
+    /// each checked first for what cannot be kept ([`keep::check`]).
     fn keep_into(&self, dir: &Path) -> Result<(), SetupError> {
-        for layer in ["rootfs", "home", "workspace"] {
+        for (layer, place) in [
+            ("rootfs", ""),
+            ("home", "/home/agent"),
+            ("workspace", "/workspace"),
+        ] {
             let from = self.path(layer);
             if layer == "rootfs" && is_empty(&from) {
                 continue;
             }
-            let status = Command::new("cp")
-                .args(["-a", "--no-dereference", "--"])
-                .arg(&from)
-                .arg(dir.join(layer))
-                .status()
-                .map_err(io("copying the environment into the cache"))?;
-            if !status.success() {
-                return Err(SetupError::Io(format!(
-                    "copying {} into the cache failed ({status})",
-                    from.display()
-                )));
-            }
+            keep::check(&from, place, keep::MAX_PATH_BYTES, keep::MAX_ENTRIES).map_err(
+                |error| match error {
+                    CheckError::Unkeepable(unkeepable) => SetupError::Unkeepable(unkeepable),
+                    CheckError::Io { .. } => SetupError::Io(format!(
+                        "checking the setup's {layer} before keeping it: {error}"
+                    )),
+                },
+            )?;
+            keep::copy(&from, &dir.join(layer)).map_err(|problem| {
+                SetupError::Io(format!(
+                    "copying the setup's {layer} into the cache: {problem}"
+                ))
+            })?;
         }
         Ok(())
     }

@@ -425,3 +425,51 @@ async fn a_package_name_apt_would_read_as_a_pattern_is_refused_by_name() {
         "nothing kept, nothing left: {said}"
     );
 }
+
+/// Red-team F5: a setup that leaves a tree deeper than the host's paths
+/// can hold (5,000 nested directories) made the host's copy into the
+/// cache fail as Forgehand's own fault (`infra`, retried), with the whole
+/// path in the log. It is the repository's (`environment:setup`), named
+/// with the path cut short; nothing is left: no build directory, mount or
+/// loop device.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_too_deep_to_keep_is_the_repositorys_error_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = '''python3 -c \"import os\nfor i in range(5000): os.mkdir('d'); os.chdir('d')\"'''\n",
+        )],
+    );
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &[]));
+    assert!(!ok, "{said}");
+    assert!(said.contains("environment:setup"), "{said:.2000}");
+    assert!(
+        said.contains("/workspace/d/d/d/") && said.contains("a path longer than"),
+        "{said:.2000}"
+    );
+    assert!(
+        said.lines().all(|line| line.len() < 1000),
+        "the path is cut short: {said:.2000}"
+    );
+    assert_eq!(
+        kept_and_building(dir.path()),
+        (vec![], vec![]),
+        "nothing kept, nothing left: {said:.2000}"
+    );
+    let root = dir.path().to_string_lossy().into_owned();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&root), "left mounted:\n{mounts}");
+    for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let backing = entry.path().join("loop/backing_file");
+        if let Ok(file) = std::fs::read_to_string(&backing) {
+            assert!(
+                !file.contains(&root),
+                "{} still backs {file}",
+                entry.path().display()
+            );
+        }
+    }
+}
