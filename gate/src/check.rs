@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Diff, DiffOptions, Index, Repository};
 
+use crate::integrity::audit::MAX_LISTED;
 use crate::integrity::{
     self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
@@ -378,11 +379,12 @@ fn large_files(ignores: &GitIgnores<'_>, audit: &Audit, limits: TreeLimits) -> V
         })
         .collect();
     found.sort_by_key(ToString::to_string);
-    if audit.large_more > 0 {
-        // Not looked at one by one: counted, and refused.
-        found.push(Oversize::MoreFiles {
-            more: audit.large_more,
-        });
+    // Past those listed, and those not looked at one by one: counted, and
+    // refused.
+    let more = found.len().saturating_sub(MAX_LISTED) + audit.large_more;
+    found.truncate(MAX_LISTED);
+    if more > 0 {
+        found.push(Oversize::MoreFiles { more });
     }
     found
 }
@@ -412,6 +414,10 @@ impl Ignores for GitIgnores<'_> {
             return false;
         }
         self.repo.is_path_ignored(rel).unwrap_or(false)
+    }
+
+    fn never_committed(&self, rel: &Path) -> bool {
+        self.index.get_path(rel, 0).is_none() && self.repo.is_path_ignored(rel).unwrap_or(false)
     }
 }
 

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 mod alias;
 pub mod audit;
 pub mod catalogue;
+pub mod count;
 mod glob;
 mod keys;
 mod resolve;
@@ -136,7 +137,8 @@ pub struct Snapshot {
     /// `worktree/<path>` or `git/<path>`, paths as [`shown`] writes them.
     entries: BTreeMap<String, Entry>,
     limits: TreeLimits,
-    /// The working tree's regular files' lengths added up, when taken.
+    /// The working tree's regular files' lengths added up, when taken,
+    /// less the large ones git never commits ([`count`]).
     tree_bytes: u64,
 }
 
@@ -353,7 +355,7 @@ pub fn snapshot_with(
     let mut lookups = Budget::new(limits.max_entries);
     let mut aliases = Vec::new();
     let git_in_tree = git_dir.strip_prefix(worktree).ok().map(Path::to_owned);
-    let mut tree_bytes = 0u64;
+    let mut tree_bytes = count::TreeBytes::new();
     walk::walk(
         worktree,
         Path::new(""),
@@ -361,6 +363,7 @@ pub fn snapshot_with(
         ignores,
         &mut budget,
         &mut |item| {
+            tree_bytes.add(item);
             let rel = shown(item.rel);
             let entry = match item.kind {
                 Kind::Symlink => {
@@ -380,9 +383,6 @@ pub fn snapshot_with(
                 Kind::Dir if planted_git(&rel) => Entry::Dir,
                 Kind::Dir => return Ok(()),
                 _ => {
-                    if item.kind == Kind::File {
-                        tree_bytes = tree_bytes.saturating_add(item.meta.len());
-                    }
                     let rule = rule_for(&rel);
                     if rule.is_none() && !is_control(&rel) && !planted_git(&rel) {
                         return Ok(());
@@ -405,7 +405,7 @@ pub fn snapshot_with(
     Ok(Snapshot {
         entries: recorder.entries,
         limits,
-        tree_bytes,
+        tree_bytes: tree_bytes.total(ignores),
     })
 }
 

@@ -67,6 +67,13 @@ pub(crate) fn kind_of(meta: &Metadata) -> Kind {
 /// into either (ignored, and holding nothing tracked).
 pub trait Ignores {
     fn skip_dir(&self, rel: &Path) -> bool;
+
+    /// Whether git ignores the file at `rel` and does not track it: it is
+    /// never committed, and its size does not count. Asked only once
+    /// every `.gitignore` met was a plain file.
+    fn never_committed(&self, _rel: &Path) -> bool {
+        false
+    }
 }
 
 /// Leaves nothing out.
