@@ -60,6 +60,10 @@ pub enum Oversize {
     Entries {
         limit: usize,
     },
+    /// Directories nested deeper than the host's git reads.
+    Depth {
+        limit: usize,
+    },
     Recorded {
         limit: usize,
     },
@@ -85,6 +89,10 @@ impl fmt::Display for Oversize {
             Oversize::Entries { limit } => {
                 write!(f, "the working tree holds more than {limit} entries")
             }
+            Oversize::Depth { limit } => write!(
+                f,
+                "the working tree nests directories more than {limit} levels deep, deeper than git reads"
+            ),
             Oversize::Recorded { limit } => write!(
                 f,
                 "the working tree holds more than {limit} watched files and symlinks"
@@ -288,6 +296,10 @@ fn decide(
         report.too_large.push(Oversize::Entries { limit });
         return Ok(Some(RefusalReason::TooLarge));
     }
+    if let Some(limit) = audit.too_deep {
+        report.too_large.push(Oversize::Depth { limit });
+        return Ok(Some(RefusalReason::TooLarge));
+    }
     let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {
         Ok(after) => after,
         Err(SnapshotError::TooManyEntries { limit }) => {
@@ -296,6 +308,10 @@ fn decide(
         }
         Err(SnapshotError::TooManyRecorded { limit }) => {
             report.too_large.push(Oversize::Recorded { limit });
+            return Ok(Some(RefusalReason::TooLarge));
+        }
+        Err(SnapshotError::TooDeep { limit }) => {
+            report.too_large.push(Oversize::Depth { limit });
             return Ok(Some(RefusalReason::TooLarge));
         }
         Err(other) => return Err(other.into()),

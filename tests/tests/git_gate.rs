@@ -271,6 +271,7 @@ fn listed(report: &GateReport) -> Vec<String> {
         Oversize::File { path, bytes, .. } => format!("TooLarge {path} {bytes}"),
         Oversize::MoreFiles { more } => format!("TooLarge {more} more"),
         Oversize::Entries { limit } => format!("TooLarge {limit} entries"),
+        Oversize::Depth { limit } => format!("TooLarge {limit} deep"),
         Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
         Oversize::Total { bytes, .. } => format!("TooLarge total {bytes}"),
         Oversize::Added { bytes, .. } => format!("TooLarge added {bytes}"),
@@ -1036,6 +1037,45 @@ fn many_ignored_files_above_the_limit_are_not_refused_for_their_number() {
     assert_eq!(report.too_large.len(), 101, "{report:#?}");
     assert_eq!(report.too_large[100], Oversize::MoreFiles { more: 50 });
     assert!(!job.on_server());
+}
+
+/// A sibling of red-team F5, on the agent's side: directories nested
+/// deeper than libgit2 walks (it stops at a hundredth level) made the
+/// gate fail instead of deciding, and 5,000 levels kept it asking git
+/// what is ignored, for every level again, for minutes. The walk refuses
+/// a tree nested deeper than `max_depth` as too large, before asking.
+#[test]
+fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
+    for depth in [100, 5000] {
+        let mut job = Job::new(TreeLimits::default());
+        job.agent(
+            &format!(
+                "python3 -c \"import os\nfor i in range({depth}): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\""
+            ),
+            &[],
+        );
+        let started = std::time::Instant::now();
+        let (report, outcome) = job.deliver(ALLOW, MESSAGE);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{depth}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            listed(&report),
+            ["TooLarge 99 deep"],
+            "{depth}: {report:#?}"
+        );
+        assert_eq!(outcome, Outcome::Refused(RefusalReason::TooLarge));
+        assert!(!job.on_server());
+    }
+    // As deep as git walks is fine.
+    run(Case {
+        script: "python3 -c \"import os\nfor i in range(99): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\"",
+        policy: ALLOW,
+        findings: vec![],
+        outcome: Outcome::Pushed,
+    });
 }
 
 /// The catalogue, row by row: each row's example path changed by the

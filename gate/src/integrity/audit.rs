@@ -53,6 +53,8 @@ pub struct Audit {
     pub large_more: usize,
     /// Set when the walk stopped at the entry limit.
     pub too_many_entries: Option<usize>,
+    /// Set when the walk stopped at the depth limit.
+    pub too_deep: Option<usize>,
     /// The regular files' lengths added up (holes count: git reads them),
     /// less the large ones git never commits ([`super::count`]).
     pub total_bytes: u64,
@@ -70,7 +72,7 @@ pub fn audit(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Audit, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let git_in_tree = git_dir.strip_prefix(tree).ok().map(Path::to_owned);
     let mut audit = Audit {
         ignores_trusted: true,
@@ -122,6 +124,7 @@ pub fn audit(
         // checked lie under was seen: after a whole walk.
         Ok(()) => audit.total_bytes = tree_bytes.total(ignores),
         Err(SnapshotError::TooManyEntries { limit }) => audit.too_many_entries = Some(limit),
+        Err(SnapshotError::TooDeep { limit }) => audit.too_deep = Some(limit),
         Err(other) => return Err(other),
     }
     Ok(audit)

@@ -64,7 +64,16 @@ pub struct TreeLimits {
     /// How much the agent may add to that total (new files, longer ones,
     /// hard links: each counts): what the host reads beyond the checkout.
     pub max_added_bytes: u64,
+    /// How deep directories may nest in the tree git walks.
+    pub max_depth: usize,
 }
+
+/// libgit2's working-directory iterator fails on a hundredth level of
+/// directories ("directory nesting too deep"), so the host's diff and
+/// commit could not read a deeper tree; the walk refuses it first, by
+/// name, before asking git what is ignored at each level (a question
+/// that walks up every level again).
+pub const DEFAULT_MAX_DEPTH: usize = 99;
 
 /// 10 GiB: what a job's working copy may hold by default
 /// (`sandbox.disk_mib`).
@@ -82,6 +91,7 @@ impl Default for TreeLimits {
             max_recorded: 50_000,
             max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             max_added_bytes: DEFAULT_MAX_ADDED_BYTES,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
@@ -94,6 +104,8 @@ pub enum SnapshotError {
     TooManyEntries { limit: usize },
     #[error("the working tree holds more than {limit} watched files and symlinks")]
     TooManyRecorded { limit: usize },
+    #[error("the working tree nests directories more than {limit} levels deep")]
+    TooDeep { limit: usize },
 }
 
 impl SnapshotError {
@@ -349,7 +361,7 @@ pub fn snapshot_with(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let mut recorder = Recorder::new(limits.max_recorded);
     // Symlink lookups have a budget of their own: the walk's is lent out.
     let mut lookups = Budget::new(limits.max_entries);
@@ -413,7 +425,7 @@ pub fn snapshot_with(
 /// it (`info/exclude`, `config`) as soon as it is asked what is ignored,
 /// so it is checked before anything asks.
 pub fn snapshot_git(git_dir: &Path, limits: TreeLimits) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let mut recorder = Recorder::new(limits.max_recorded);
     snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
     Ok(Snapshot {
