@@ -198,14 +198,14 @@ async fn registry_env() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// The directories kept in `dir`'s cache, and what is being built there.
+/// Everything in `dir`'s cache: what is kept (environments and their
+/// lock files), then what is being built.
 fn kept_and_building(dir: &Path) -> (Vec<String>, Vec<String>) {
     let names = |sub: &str| -> Vec<String> {
         std::fs::read_dir(dir.join("envs").join(sub))
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.path().is_dir())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect()
     };
@@ -422,7 +422,7 @@ async fn a_package_name_apt_would_read_as_a_pattern_is_refused_by_name() {
     assert_eq!(
         kept_and_building(dir.path()),
         (vec![], vec![]),
-        "nothing kept, nothing left: {said}"
+        "nothing kept, not even a lock file, nothing left: {said}"
     );
 }
 
@@ -457,7 +457,7 @@ async fn a_tree_too_deep_to_keep_is_the_repositorys_error_and_leaves_nothing() {
     assert_eq!(
         kept_and_building(dir.path()),
         (vec![], vec![]),
-        "nothing kept, nothing left: {said:.2000}"
+        "nothing kept, not even a lock file, nothing left: {said:.2000}"
     );
     let root = dir.path().to_string_lossy().into_owned();
     let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
