@@ -8,14 +8,16 @@ use super::package::PackageNameError;
 use super::DevcontainerPath;
 use crate::text::one_line;
 
-/// Reading the base commit's files failed.
+/// Reading the base commit's files failed. A path may be one the setup
+/// command names (a lockfile it reads), the repository's text: shown on
+/// one line, escaped.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
     /// The file is larger than the reader's bound; it was not read whole.
-    #[error("{path} is larger than {max} bytes")]
+    #[error("{} is larger than {max} bytes", one_line(path))]
     TooLarge { path: String, max: u64 },
     /// The files could not be read (the git tree is unreadable, say).
-    #[error("reading {path}: {source}")]
+    #[error("reading {}: {source}", one_line(path))]
     Read {
         path: String,
         #[source]
@@ -255,6 +257,19 @@ mod tests {
             },
             Problem::Syntax(format!("duplicate key `{hostile}` in table `environment`")),
         ];
+        for error in [
+            FilesError::TooLarge {
+                path: hostile.into(),
+                max: 1,
+            },
+            FilesError::Read {
+                path: hostile.into(),
+                source: "unreadable".into(),
+            },
+        ] {
+            let shown = DeclareError::Files(error).to_string();
+            assert!(shown.contains(escaped), "{shown:?}");
+        }
         for problem in problems {
             let shown = DeclareError::Invalid {
                 file: DeclFile::ForgehandToml,
