@@ -19,7 +19,6 @@
 //! (`environment.disk_mib`) and copied into the cache when done.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use forgehand_sandbox::disk::SizedDir;
@@ -31,7 +30,9 @@ use forgehand_sandbox::{
 
 use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
 use crate::egress::{Egress, Policy, PolicyError, Summary};
+use crate::keep::{self, CheckError, Unkeepable};
 use crate::spec::{Declared, EnvKey};
+use crate::text::printable;
 
 /// The port the proxy is reached at, on the sandbox's own loopback.
 pub const PROXY_PORT: u16 = 3128;
@@ -77,8 +78,17 @@ pub struct Built {
 pub enum SetupError {
     #[error("installing the Debian packages failed ({status}):\n{output}")]
     Packages { status: ExitStatus, output: String },
+    #[error(
+        "the guest's apt sources have no package named {}: a name in `packages` is a \
+         package's exact name (or a virtual package's), never a pattern",
+        quoted(.0)
+    )]
+    UnknownPackages(Vec<String>),
     #[error("the setup command failed ({status}):\n{output}")]
     Setup { status: ExitStatus, output: String },
+    /// What the setup left cannot be kept (a path too long to copy).
+    #[error(transparent)]
+    Unkeepable(Unkeepable),
     #[error("the setup sandbox: {0}")]
     Sandbox(#[from] SandboxError),
     #[error("the egress proxy: {0}")]
@@ -90,11 +100,27 @@ pub enum SetupError {
 }
 
 impl SetupError {
-    /// Whether the repository's own declaration failed (its packages or
-    /// its command), rather than Forgehand's machinery.
+    /// Whether the repository's own declaration failed (its packages, its
+    /// command, or what its command left), rather than Forgehand's
+    /// machinery.
     pub fn is_the_repositorys(&self) -> bool {
-        matches!(self, SetupError::Packages { .. } | SetupError::Setup { .. })
+        matches!(
+            self,
+            SetupError::Packages { .. }
+                | SetupError::UnknownPackages(_)
+                | SetupError::Setup { .. }
+                | SetupError::Unkeepable(_)
+        )
     }
+}
+
+/// `a`, `b`: names in the package grammar, which holds no backquote.
+fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> SetupError + '_ {
@@ -179,25 +205,31 @@ impl Scratch {
     }
 
     /// Copies the environment's layers out of the scratch file system
-    /// (owners, modes, overlay whiteouts and their xattrs as they are).
+    /// (owners, modes, overlay whiteouts and their xattrs as they are),
+    /// each checked first for what cannot be kept ([`keep::check`]).
     fn keep_into(&self, dir: &Path) -> Result<(), SetupError> {
-        for layer in ["rootfs", "home", "workspace"] {
+        for (layer, place) in [
+            ("rootfs", ""),
+            ("home", "/home/agent"),
+            ("workspace", "/workspace"),
+        ] {
             let from = self.path(layer);
             if layer == "rootfs" && is_empty(&from) {
                 continue;
             }
-            let status = Command::new("cp")
-                .args(["-a", "--no-dereference", "--"])
-                .arg(&from)
-                .arg(dir.join(layer))
-                .status()
-                .map_err(io("copying the environment into the cache"))?;
-            if !status.success() {
-                return Err(SetupError::Io(format!(
-                    "copying {} into the cache failed ({status})",
-                    from.display()
-                )));
-            }
+            keep::check(&from, place, keep::MAX_PATH_BYTES, keep::MAX_ENTRIES).map_err(
+                |error| match error {
+                    CheckError::Unkeepable(unkeepable) => SetupError::Unkeepable(unkeepable),
+                    CheckError::Io { .. } => SetupError::Io(format!(
+                        "checking the setup's {layer} before keeping it: {error}"
+                    )),
+                },
+            )?;
+            keep::copy(&from, &dir.join(layer)).map_err(|problem| {
+                SetupError::Io(format!(
+                    "copying the setup's {layer} into the cache: {problem}"
+                ))
+            })?;
         }
         Ok(())
     }
@@ -235,10 +267,20 @@ fn setup_env(setup: &Setup<'_>) -> std::collections::BTreeMap<String, String> {
     env
 }
 
-/// The packages step's script: resolve, download, extract, merge a
-/// package's `/bin` and `/lib` into `/usr` as the guest's merged-`/usr`
-/// layout has them (a real `/bin` in the layer would hide the guest's),
-/// then the CA bundle (the guest's and the extra ones, from stdin).
+/// The packages step's script: check each name is one apt knows exactly,
+/// resolve, download, extract, merge a package's `/bin` and `/lib` into
+/// `/usr` as the guest's merged-`/usr` layout has them (a real `/bin` in
+/// the layer would hide the guest's), then the CA bundle (the guest's and
+/// the extra ones, from stdin).
+///
+/// A name in Debian's grammar can still mean something else to
+/// `apt-get install`: a regular expression (`cowsay.+`, `lib.+`: every
+/// package matching), or an action (`hello-` removes, `hello+`
+/// installs). apt reads a name as a package first when a package (or a
+/// virtual one) of that very name exists, so every name must be a line
+/// of `apt-cache pkgnames` (which lists the names with that prefix);
+/// the others are printed, one a line, and the step ends with
+/// [`UNKNOWN_EXIT`] before apt resolves anything.
 const PACKAGES_SCRIPT: &str = r#"set -eu
 W=/workspace/packages
 R=/workspace/root
@@ -246,6 +288,14 @@ mkdir -p "$W/lists/partial" "$W/cache/archives/partial" "$R"
 O="-q -o Debug::NoLocking=1 -o Dir::State::Lists=$W/lists -o Dir::Cache=$W/cache -o APT::Sandbox::User=$(id -un) -o Acquire::http::Proxy=$HTTP_PROXY -o Acquire::https::Proxy=$HTTP_PROXY -o Acquire::Retries=3"
 if [ -n "$FORGEHAND_PACKAGES" ]; then
   apt-get $O update
+  unknown=0
+  for name in $FORGEHAND_PACKAGES; do
+    if ! apt-cache $O pkgnames "$name" | grep -qxF -e "$name"; then
+      echo "forgehand-unknown-package: $name"
+      unknown=1
+    fi
+  done
+  [ "$unknown" = 0 ] || exit "$FORGEHAND_UNKNOWN_EXIT"
   apt-get $O -s --no-install-recommends install $FORGEHAND_PACKAGES \
     | sed -n 's/^Inst \([^ ]*\) .*/\1/p' > "$W/wanted"
   if [ -s "$W/wanted" ]; then
@@ -270,6 +320,26 @@ fi
 echo "forgehand: $(wc -l < "$W/wanted" 2>/dev/null || echo 0) packages extracted"
 "#;
 
+/// The packages step's exit status when a name is not a package apt
+/// knows; what it prints then names them (`UNKNOWN_LINE`).
+const UNKNOWN_EXIT: i32 = 87;
+const UNKNOWN_LINE: &str = "forgehand-unknown-package: ";
+
+/// The declared packages the packages step said apt does not know. Only
+/// declared names are taken from its output (the repository's own
+/// names, in the grammar), in the declaration's order.
+fn unknown_packages(declared: &[&str], stdout: &str) -> Vec<String> {
+    let said: std::collections::BTreeSet<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix(UNKNOWN_LINE))
+        .collect();
+    declared
+        .iter()
+        .filter(|name| said.contains(*name))
+        .map(|name| (*name).to_owned())
+        .collect()
+}
+
 async fn packages(
     setup: &Setup<'_>,
     scratch: &Scratch,
@@ -288,12 +358,19 @@ async fn packages(
     let names: Vec<&str> = setup.declared.packages.iter().map(|p| p.as_str()).collect();
     let request = ExecRequest::new(["/bin/sh", "-c", PACKAGES_SCRIPT])
         .env("FORGEHAND_PACKAGES", names.join(" "))
+        .env("FORGEHAND_UNKNOWN_EXIT", UNKNOWN_EXIT.to_string())
         .env(
             "FORGEHAND_CA",
             if setup.ca_bundle.is_some() { "1" } else { "0" },
         )
         .stdin(setup.ca_bundle.unwrap_or_default().to_vec());
     let out = in_sandbox(setup, spec, request, egress).await?;
+    if out.status == ExitStatus::Exited(UNKNOWN_EXIT) {
+        let unknown = unknown_packages(&names, &out.stdout.to_text());
+        if !unknown.is_empty() {
+            return Err(SetupError::UnknownPackages(unknown));
+        }
+    }
     if !out.status.success() {
         return Err(SetupError::Packages {
             status: out.status,
@@ -435,7 +512,9 @@ async fn serve_and_run(
 }
 
 /// What a command printed, both streams, as people read it (its end is
-/// kept when it is long).
+/// kept when it is long), its control characters escaped: the
+/// repository's commands chose it, and it reaches the operator's
+/// terminal and the status comment.
 fn printed(out: &ExecOutput) -> String {
     let mut text = out.stdout.to_text();
     let err = out.stderr.to_text();
@@ -445,5 +524,55 @@ fn printed(out: &ExecOutput) -> String {
         }
         text.push_str(&err);
     }
-    text
+    printable(&text).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use forgehand_sandbox::Captured;
+
+    fn captured(text: &str) -> Captured {
+        Captured {
+            bytes: text.as_bytes().to_vec(),
+            ..Captured::default()
+        }
+    }
+
+    /// Red-team F3: what a setup prints reaches the operator's terminal
+    /// and the status comment; its escape sequences must not.
+    #[test]
+    fn what_setup_printed_is_shown_with_its_controls_escaped() {
+        let out = ExecOutput {
+            status: ExitStatus::Exited(1),
+            stdout: captured("step 1\tok\n\u{1b}]0;PWNED-TITLE\u{7}\u{1b}[31mRED\r\n"),
+            stderr: captured("fake\rreal \u{9b}2J \u{202e}gpj.exe\n"),
+            duration: std::time::Duration::ZERO,
+        };
+        assert_eq!(
+            printed(&out),
+            "step 1\tok\n\\u{1b}]0;PWNED-TITLE\\u{7}\\u{1b}[31mRED\n\
+             fake\\rreal \\u{9b}2J \\u{202e}gpj.exe\n"
+        );
+    }
+
+    /// Only the repository's own names are taken from the step's output,
+    /// each once, in the declaration's order.
+    #[test]
+    fn unknown_packages_are_the_declared_names_the_step_named() {
+        let stdout = "Get:1 ...\nforgehand-unknown-package: hello-\n\
+                      forgehand-unknown-package: cowsay.+\nforgehand-unknown-package: evil`\n";
+        assert_eq!(
+            unknown_packages(&["hello", "cowsay.+", "hello-"], stdout),
+            ["cowsay.+", "hello-"]
+        );
+        let error = SetupError::UnknownPackages(vec!["cowsay.+".into(), "hello-".into()]);
+        assert!(error.is_the_repositorys());
+        assert!(
+            error
+                .to_string()
+                .contains("no package named `cowsay.+`, `hello-`"),
+            "{error}"
+        );
+    }
 }

@@ -11,6 +11,12 @@
 //! <dir>/building/<key>.<pid>.<n>/   environments being built
 //! ```
 //!
+//! A lock file is removed with the environment, and when a build of a
+//! key that has none fails; only while it is held exclusively, and every
+//! locker checks, once it holds the lock, that the file it locked is still
+//! the one at the path (else it locks again): a lock on a removed file
+//! would exclude no one who opens the path after.
+//!
 //! Everything is Forgehand's alone (0700) but the layers themselves,
 //! which belong to the sandbox user (it reads them through an overlay,
 //! and writes above them).
@@ -81,14 +87,34 @@ pub struct Building {
     pub dir: PathBuf,
     key: String,
     kept: bool,
+    /// The key's lock file and environment, for the lock file to go when
+    /// the build failed and the key has no environment.
+    lock: PathBuf,
+    env: PathBuf,
 }
 
 impl Drop for Building {
     fn drop(&mut self) {
         if !self.kept {
             remove_tree(&self.dir);
+            forget_lock(&self.lock, &self.env);
         }
     }
+}
+
+/// Removes the lock file at `path` when no one holds it and there is no
+/// environment at `env` (a build of its key failed); left when in use.
+fn forget_lock(path: &Path, env: &Path) {
+    if !path.exists() {
+        return;
+    }
+    let Ok(lock) = lock(path, libc::LOCK_EX | libc::LOCK_NB) else {
+        return;
+    };
+    if read_info(env).is_none() {
+        let _ = std::fs::remove_file(path);
+    }
+    drop(lock);
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,8 +168,7 @@ impl EnvCache {
     /// there is none.
     pub fn get(&self, key: &str) -> Result<Option<InUse>, CacheError> {
         let dir = self.env_dir(key);
-        let lock = open_lock(&self.lock_path(key))?;
-        flock(&lock, libc::LOCK_SH).map_err(at(&dir))?;
+        let lock = lock(&self.lock_path(key), libc::LOCK_SH).map_err(at(&dir))?;
         let Some(mut info) = read_info(&dir) else {
             return Ok(None);
         };
@@ -170,6 +195,8 @@ impl EnvCache {
             dir,
             key: key.to_owned(),
             kept: false,
+            lock: self.lock_path(key),
+            env: self.env_dir(key),
         })
     }
 
@@ -181,8 +208,7 @@ impl EnvCache {
         let key = building.key.clone();
         let dir = self.env_dir(&key);
         {
-            let lock = open_lock(&self.lock_path(&key))?;
-            flock(&lock, libc::LOCK_EX).map_err(at(&dir))?;
+            let _lock = lock(&self.lock_path(&key), libc::LOCK_EX).map_err(at(&dir))?;
             if read_info(&dir).is_none() {
                 remove_tree(&dir);
                 info.bytes = disk_usage(&building.dir);
@@ -216,12 +242,17 @@ impl EnvCache {
     /// a job uses it.
     pub fn remove(&self, key: &str) -> Result<bool, CacheError> {
         let dir = self.env_dir(key);
-        let lock = open_lock(&self.lock_path(key))?;
-        if flock(&lock, libc::LOCK_EX | libc::LOCK_NB).is_err() {
-            return Err(CacheError::InUse(key.to_owned()));
-        }
+        let _lock = match lock(&self.lock_path(key), libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(lock) => lock,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Err(CacheError::InUse(key.to_owned()))
+            }
+            Err(e) => return Err(at(&dir)(e)),
+        };
         let existed = dir.exists();
         remove_tree(&dir);
+        // Held exclusively: whoever waits on it sees it gone and locks the
+        // next one.
         let _ = std::fs::remove_file(self.lock_path(key));
         Ok(existed)
     }
@@ -291,13 +322,34 @@ fn private_dir(path: &Path) -> Result<(), CacheError> {
     }
 }
 
-fn open_lock(path: &Path) -> Result<File, CacheError> {
+fn open_lock(path: &Path) -> io::Result<File> {
     File::options()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(at(path))
+}
+
+/// Locks the file at `path` (made when missing) with `operation`; once
+/// held, it must still be the file at `path`, else it was removed (by a
+/// holder of the exclusive lock) while this waited, and the one there now
+/// is locked instead. `LOCK_NB` fails with `WouldBlock` when held.
+fn lock(path: &Path, operation: libc::c_int) -> io::Result<File> {
+    // Each retry means a removal of the file in between: a few at most.
+    for _ in 0..100 {
+        let file = open_lock(path)?;
+        flock(&file, operation)?;
+        let held = file.metadata()?;
+        match std::fs::symlink_metadata(path) {
+            Ok(now) if (now.dev(), now.ino()) == (held.dev(), held.ino()) => return Ok(file),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "the lock file was replaced a hundred times while locking it",
+    ))
 }
 
 fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
@@ -430,6 +482,55 @@ mod tests {
         let held = build(&cache, "k", 10);
         assert!(matches!(cache.remove("k"), Err(CacheError::InUse(_))));
         drop(held);
+        assert!(matches!(cache.remove("k"), Ok(true)));
+    }
+
+    /// Red-team info: a key that got no environment (its build failed)
+    /// kept its `.lock` file, one per failed build, forever.
+    #[test]
+    fn a_failed_build_leaves_no_lock_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = EnvCache::open(tmp.path(), 10).unwrap();
+        assert!(cache.get("k").unwrap().is_none());
+        let building = cache.building("k").unwrap();
+        drop(building);
+        assert!(!cache.lock_path("k").exists(), "the lock file stayed");
+        // A kept one keeps its lock file.
+        drop(build(&cache, "k", 10));
+        assert!(cache.lock_path("k").exists());
+    }
+
+    /// A lock file is removed only while held exclusively; whoever waited
+    /// on it meanwhile must not trust it, or it would hold a lock on a
+    /// file no one else can find: here a job holding the old file's lock
+    /// while its environment was removed under the new one's.
+    #[test]
+    fn a_lock_file_removed_under_a_waiter_is_not_trusted() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = EnvCache::open(tmp.path(), 10).unwrap();
+        drop(build(&cache, "k", 10));
+        // A remover, as remove() is before it unlinks the lock file.
+        let held = open_lock(&cache.lock_path("k")).unwrap();
+        flock(&held, libc::LOCK_EX).unwrap();
+        let waiter = {
+            let cache = cache.clone();
+            std::thread::spawn(move || cache.get("k").unwrap())
+        };
+        // The waiter opens the old lock file and waits on it.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        remove_tree(&cache.env_dir("k"));
+        std::fs::remove_file(cache.lock_path("k")).unwrap();
+        // Another job builds and keeps the key again, under a new lock
+        // file, before the remover lets go of the old one.
+        drop(build(&cache, "k", 10));
+        drop(held);
+        let in_use = waiter.join().unwrap().expect("the environment kept again");
+        assert!(
+            matches!(cache.remove("k"), Err(CacheError::InUse(_))),
+            "removed while a job uses it"
+        );
+        assert!(in_use.home().join("blob").exists());
+        drop(in_use);
         assert!(matches!(cache.remove("k"), Ok(true)));
     }
 }

@@ -17,4 +17,6 @@ pub mod build;
 pub mod cache;
 pub mod egress;
 pub mod hosts;
+pub mod keep;
 pub mod spec;
+pub mod text;

@@ -385,3 +385,92 @@ async fn an_upstream_refusal_reaches_the_client_as_a_502() {
     );
     egress.shutdown().await;
 }
+
+/// A non-loopback address of this machine, from `hostname -I` (an IPv4
+/// one when there is one).
+fn own_non_loopback_address() -> std::net::IpAddr {
+    let out = std::process::Command::new("hostname")
+        .arg("-I")
+        .output()
+        .expect("`hostname` is needed for this test (Debian: apt-get install hostname)");
+    assert!(out.status.success(), "`hostname -I` failed");
+    let addresses: Vec<std::net::IpAddr> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|a| a.parse().ok())
+        .filter(|a: &std::net::IpAddr| !a.is_loopback())
+        .collect();
+    addresses
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addresses.first())
+        .copied()
+        .expect("this test needs a non-loopback address on this machine; `hostname -I` shows none")
+}
+
+/// Red-team F8: a service the host binds on all its addresses was
+/// reached through an allowed name (or literal) standing for one of the
+/// host's own addresses, in none of the named ranges. The egress refuses
+/// every address of the host's interfaces, by that name, by literal, by
+/// name, in CONNECT and in plain HTTP, and never connects.
+#[tokio::test]
+async fn the_hosts_own_addresses_are_refused_even_when_allowed() {
+    use forgehand_environment::egress::{AllowHosts, Policy};
+    let own = own_non_loopback_address();
+    let listener = tokio::net::TcpListener::bind((own, 0)).await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while listener.accept().await.is_ok() {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let literal = match own {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+    };
+    let mut allowed = vec![own.to_string(), "own.test".to_owned()];
+    let mut authorities = vec![format!("{literal}:{port}"), format!("own.test:{port}")];
+    if let std::net::IpAddr::V4(v4) = own {
+        let mapped = v4.to_ipv6_mapped();
+        allowed.push(mapped.to_string());
+        authorities.push(format!("[{mapped}]:{port}"));
+    }
+    // The production policy, but for the named ranges holding the address
+    // (a machine whose only address is a private one): what refuses it is
+    // its being the host's.
+    let mut policy = Policy::new(AllowHosts::parse(&allowed).unwrap());
+    policy.allow_ports = [port].into();
+    policy.denied = DeniedRanges::default().without(|range| range.net.contains(&own));
+    let own_text = own.to_string();
+    let resolver = MapResolver::new(&[("own.test", &[own_text.as_str()])]);
+    let (egress, proxy) = start(policy, resolver).await;
+
+    for authority in &authorities {
+        for request in [
+            connect(authority),
+            format!("GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes(),
+        ] {
+            let answer = exchange(proxy, &request).await;
+            assert!(answer.starts_with("HTTP/1.1 403 "), "{authority}: {answer}");
+            assert!(
+                answer.contains("one of this host's own addresses"),
+                "{authority}: {answer}"
+            );
+        }
+    }
+    let summary = egress.shutdown().await;
+    assert!(
+        summary
+            .records
+            .iter()
+            .all(|r| matches!(r.outcome, Outcome::Refused(Refusal::DeniedAddress { .. }))),
+        "{summary}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "the host's service was reached"
+    );
+}

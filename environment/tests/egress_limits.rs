@@ -160,5 +160,9 @@ fn the_default_limits_are_bounded() {
         [80, 443]
     );
     assert_eq!(policy.denied, DeniedRanges::default());
+    assert!(
+        policy.deny_own_addresses,
+        "the host's own addresses are denied too"
+    );
     assert!(policy.upstream.is_none());
 }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Diff, DiffOptions, Index, Repository};
 
+use crate::integrity::audit::MAX_LISTED;
 use crate::integrity::{
     self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
@@ -60,6 +61,10 @@ pub enum Oversize {
     Entries {
         limit: usize,
     },
+    /// Directories nested deeper than the host's git reads.
+    Depth {
+        limit: usize,
+    },
     Recorded {
         limit: usize,
     },
@@ -85,6 +90,10 @@ impl fmt::Display for Oversize {
             Oversize::Entries { limit } => {
                 write!(f, "the working tree holds more than {limit} entries")
             }
+            Oversize::Depth { limit } => write!(
+                f,
+                "the working tree nests directories more than {limit} levels deep, deeper than git reads"
+            ),
             Oversize::Recorded { limit } => write!(
                 f,
                 "the working tree holds more than {limit} watched files and symlinks"
@@ -326,6 +335,10 @@ fn decide(
         report.too_large.push(Oversize::Entries { limit });
         return Ok(Some(RefusalReason::TooLarge));
     }
+    if let Some(limit) = audit.too_deep {
+        report.too_large.push(Oversize::Depth { limit });
+        return Ok(Some(RefusalReason::TooLarge));
+    }
     let after = match integrity::snapshot_with(&tree, &git_dir, limits, &ignores) {
         Ok(after) => after,
         Err(SnapshotError::TooManyEntries { limit }) => {
@@ -334,6 +347,10 @@ fn decide(
         }
         Err(SnapshotError::TooManyRecorded { limit }) => {
             report.too_large.push(Oversize::Recorded { limit });
+            return Ok(Some(RefusalReason::TooLarge));
+        }
+        Err(SnapshotError::TooDeep { limit }) => {
+            report.too_large.push(Oversize::Depth { limit });
             return Ok(Some(RefusalReason::TooLarge));
         }
         Err(other) => return Err(other.into()),
@@ -417,11 +434,12 @@ fn large_files(ignores: &GitIgnores<'_>, audit: &Audit, limits: TreeLimits) -> V
         })
         .collect();
     found.sort_by_key(ToString::to_string);
-    if audit.large_more > 0 {
-        // Not looked at one by one: counted, and refused.
-        found.push(Oversize::MoreFiles {
-            more: audit.large_more,
-        });
+    // Past those listed, and those not looked at one by one: counted, and
+    // refused.
+    let more = found.len().saturating_sub(MAX_LISTED) + audit.large_more;
+    found.truncate(MAX_LISTED);
+    if more > 0 {
+        found.push(Oversize::MoreFiles { more });
     }
     found
 }
@@ -451,6 +469,10 @@ impl Ignores for GitIgnores<'_> {
             return false;
         }
         self.repo.is_path_ignored(rel).unwrap_or(false)
+    }
+
+    fn never_committed(&self, rel: &Path) -> bool {
+        self.index.get_path(rel, 0).is_none() && self.repo.is_path_ignored(rel).unwrap_or(false)
     }
 }
 

@@ -179,6 +179,39 @@ fn env_build(dir: &Path, repo: &Path, envs: &[(&str, String)]) -> (bool, String)
     (out.status.success(), text)
 }
 
+/// What `env_build` needs to reach the package registries: the
+/// allow-list proposed from this host's package managers, and the host's
+/// CA bundle (see [`config`]).
+async fn registry_env() -> Vec<(&'static str, String)> {
+    let proposal = hosts::propose().await;
+    let hosts = proposal.allow_hosts();
+    assert!(
+        !hosts.is_empty(),
+        "no package registry found in this host's pip, npm or apt configuration: {proposal}"
+    );
+    vec![
+        ("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", hosts.join(",")),
+        (
+            "FORGEHAND_ENVIRONMENT__CA_BUNDLE",
+            "/etc/ssl/certs/ca-certificates.crt".to_owned(),
+        ),
+    ]
+}
+
+/// Everything in `dir`'s cache: what is kept (environments and their
+/// lock files), then what is being built.
+fn kept_and_building(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let names = |sub: &str| -> Vec<String> {
+        std::fs::read_dir(dir.join("envs").join(sub))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    (names("envs"), names("building"))
+}
+
 /// The home of the one environment kept in `dir`.
 fn kept_home(dir: &Path) -> std::path::PathBuf {
     let envs: Vec<_> = std::fs::read_dir(dir.join("envs/envs"))
@@ -335,4 +368,108 @@ async fn the_setup_is_the_committed_declarations_not_the_working_trees() {
     assert!(ok, "{said}");
     let which = std::fs::read_to_string(kept_home(dir.path()).join("which")).unwrap();
     assert_eq!(which, "committed\n");
+}
+
+/// A declared Debian package is downloaded through the egress and
+/// extracted into the environment's layer over the guest image.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_debian_package_is_extracted_into_the_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\npackages = [\"hello\"]\nsetup = \"hello > $HOME/said\"\n",
+        )],
+    );
+    let env = registry_env().await;
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &env));
+    assert!(ok, "{said}");
+    let home = kept_home(dir.path());
+    let layer = home.parent().unwrap().join("rootfs");
+    assert!(layer.join("usr/bin/hello").is_file(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(home.join("said")).unwrap(),
+        "Hello, world!\n"
+    );
+}
+
+/// Red-team F4: a name in Debian's grammar can still be an apt pattern
+/// (`cowsay.+` installed `cowsay-off`) or an action (`hello-` asks apt
+/// to remove `hello`). A name must be one apt knows exactly; the others
+/// are named, the repository's error, and nothing is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_package_name_apt_would_read_as_a_pattern_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\npackages = [\"hello\", \"cowsay.+\", \"hello-\"]\nsetup = \"true\"\n",
+        )],
+    );
+    let env = registry_env().await;
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &env));
+    assert!(!ok, "{said}");
+    assert!(said.contains("environment:setup"), "{said}");
+    assert!(
+        said.contains("no package named `cowsay.+`, `hello-`"),
+        "{said}"
+    );
+    assert!(!said.contains("cowsay-off"), "{said}");
+    assert_eq!(
+        kept_and_building(dir.path()),
+        (vec![], vec![]),
+        "nothing kept, not even a lock file, nothing left: {said}"
+    );
+}
+
+/// Red-team F5: a setup that leaves a tree deeper than the host's paths
+/// can hold (5,000 nested directories) made the host's copy into the
+/// cache fail as Forgehand's own fault (`infra`, retried), with the whole
+/// path in the log. It is the repository's (`environment:setup`), named
+/// with the path cut short; nothing is left: no build directory, mount or
+/// loop device.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_too_deep_to_keep_is_the_repositorys_error_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = '''python3 -c \"import os\nfor i in range(5000): os.mkdir('d'); os.chdir('d')\"'''\n",
+        )],
+    );
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &[]));
+    assert!(!ok, "{said}");
+    assert!(said.contains("environment:setup"), "{said:.2000}");
+    assert!(
+        said.contains("/workspace/d/d/d/") && said.contains("a path longer than"),
+        "{said:.2000}"
+    );
+    assert!(
+        said.lines().all(|line| line.len() < 1000),
+        "the path is cut short: {said:.2000}"
+    );
+    assert_eq!(
+        kept_and_building(dir.path()),
+        (vec![], vec![]),
+        "nothing kept, not even a lock file, nothing left: {said:.2000}"
+    );
+    let root = dir.path().to_string_lossy().into_owned();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&root), "left mounted:\n{mounts}");
+    for entry in std::fs::read_dir("/sys/block").unwrap().flatten() {
+        let backing = entry.path().join("loop/backing_file");
+        if let Ok(file) = std::fs::read_to_string(&backing) {
+            assert!(
+                !file.contains(&root),
+                "{} still backs {file}",
+                entry.path().display()
+            );
+        }
+    }
 }

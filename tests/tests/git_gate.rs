@@ -114,6 +114,13 @@ struct Job {
 
 impl Job {
     fn new(limits: TreeLimits) -> Job {
+        Job::prepared(limits, |_, _| {})
+    }
+
+    /// A job whose working copy `prepare` changed before the snapshot
+    /// (given the tree and the git directory): what an environment leaves,
+    /// and the exclusions the host writes for it.
+    fn prepared(limits: TreeLimits, prepare: impl FnOnce(&Path, &Path)) -> Job {
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let root = tempfile::tempdir().unwrap();
         git2::Repository::init_opts(
@@ -143,6 +150,7 @@ impl Job {
             .working_copy(&tree, &git_dir, "main", BRANCH)
             .unwrap();
         drop(mirror);
+        prepare(&tree, &git_dir);
         let before = forgehand_gate::before(&repo, limits).unwrap();
         std::fs::create_dir(work.path().join("canaries")).unwrap();
         Job {
@@ -263,6 +271,7 @@ fn listed(report: &GateReport) -> Vec<String> {
         Oversize::File { path, bytes, .. } => format!("TooLarge {path} {bytes}"),
         Oversize::MoreFiles { more } => format!("TooLarge {more} more"),
         Oversize::Entries { limit } => format!("TooLarge {limit} entries"),
+        Oversize::Depth { limit } => format!("TooLarge {limit} deep"),
         Oversize::Recorded { limit } => format!("TooLarge {limit} recorded"),
         Oversize::Total { bytes, .. } => format!("TooLarge total {bytes}"),
         Oversize::Added { bytes, .. } => format!("TooLarge added {bytes}"),
@@ -903,6 +912,170 @@ for i in 1 2 3 4 5; do ln big link$i; done",
             ..Extra::default()
         },
     );
+}
+
+/// A 200 GiB sparse file where the environment left it, and, when
+/// `excluded`, the host's exclusion of it in the git directory's
+/// `info/exclude` (as a job with that environment has).
+fn environment_file(excluded: bool) -> impl FnOnce(&Path, &Path) {
+    move |tree, git_dir| {
+        let file = std::fs::File::create(tree.join("ws_sparse")).unwrap();
+        file.set_len(200 << 30).unwrap();
+        if excluded {
+            std::fs::create_dir_all(git_dir.join("info")).unwrap();
+            std::fs::write(git_dir.join("info/exclude"), "/ws_sparse\n").unwrap();
+        }
+    }
+}
+
+/// Runs `script` as the agent on a job `prepare`d, and checks findings,
+/// outcome and the server.
+fn run_prepared(
+    limits: TreeLimits,
+    prepare: impl FnOnce(&Path, &Path),
+    script: &'static str,
+    findings: &[&str],
+    outcome: Outcome,
+) {
+    let mut job = Job::prepared(limits, prepare);
+    job.agent(script, &[]);
+    let (report, got) = job.deliver(ALLOW, MESSAGE);
+    assert_eq!(listed(&report), findings, "findings: {report:#?}");
+    assert_eq!(got, outcome);
+    assert_eq!(job.on_server(), outcome == Outcome::Pushed);
+    job.assert_no_canary_ran();
+}
+
+/// Red-team F7: a 200 GiB sparse file an environment's setup left in
+/// `/workspace`, which the host excludes (it is never committed), made
+/// every job fail `too_large`: the tree's total counted it. A file git
+/// ignores and does not track does not count; the same file not ignored
+/// still refuses, unread.
+#[test]
+fn a_huge_file_git_ignores_and_never_commits_does_not_count() {
+    in_small_address_space(
+        "a_huge_file_git_ignores_and_never_commits_does_not_count",
+        || {
+            run_prepared(
+                TreeLimits::default(),
+                environment_file(true),
+                "echo 'pub fn answer() -> u32 { 42 }' > src/lib.rs",
+                &[],
+                Outcome::Pushed,
+            );
+            run_prepared(
+                TreeLimits::default(),
+                environment_file(false),
+                "echo 'pub fn answer() -> u32 { 42 }' > src/lib.rs",
+                &["TooLarge ws_sparse 214748364800"],
+                Outcome::Refused(RefusalReason::TooLarge),
+            );
+        },
+    );
+}
+
+/// The agent's own ignored files do not count either; what it adds
+/// beside them still does, measured against the snapshot's total without
+/// the environment's ignored file (not hidden by it).
+#[test]
+fn what_the_agent_adds_beside_an_ignored_huge_file_still_counts() {
+    in_small_address_space(
+        "what_the_agent_adds_beside_an_ignored_huge_file_still_counts",
+        || {
+            run_prepared(
+                TreeLimits::default(),
+                environment_file(true),
+                "printf '*.bin\\n' > .gitignore\ntruncate -s 200G data.bin\necho notes > notes.md",
+                &[],
+                Outcome::Pushed,
+            );
+            run_prepared(
+                TreeLimits {
+                    max_added_bytes: 4 << 20,
+                    ..TreeLimits::default()
+                },
+                environment_file(true),
+                "for i in 1 2 3; do truncate -s 2M data$i.dat; done",
+                &["TooLarge added 6291456"],
+                Outcome::Refused(RefusalReason::TooLarge),
+            );
+        },
+    );
+}
+
+/// More ignored files above the limit than a report lists are not
+/// refused for their number: each is asked about (up to ten thousand),
+/// as one would be alone.
+#[test]
+fn many_ignored_files_above_the_limit_are_not_refused_for_their_number() {
+    run_with(
+        Case {
+            script: "printf '*.bin\\n' > .gitignore\nfor i in $(seq 150); do truncate -s 3000 f$i.bin; done\necho notes > notes.md",
+            policy: STRICT,
+            findings: vec![],
+            outcome: Outcome::Pushed,
+        },
+        Extra {
+            limits: TreeLimits {
+                max_file_bytes: 2048,
+                ..TreeLimits::default()
+            },
+            ..Extra::default()
+        },
+    );
+    // Not ignored, they are refused: a hundred listed, the rest counted.
+    let mut job = Job::new(TreeLimits {
+        max_file_bytes: 2048,
+        ..TreeLimits::default()
+    });
+    job.agent(
+        "for i in $(seq 150); do truncate -s 3000 f$i.dat; done",
+        &[],
+    );
+    let (report, outcome) = job.deliver(ALLOW, MESSAGE);
+    assert_eq!(outcome, Outcome::Refused(RefusalReason::TooLarge));
+    assert_eq!(report.too_large.len(), 101, "{report:#?}");
+    assert_eq!(report.too_large[100], Oversize::MoreFiles { more: 50 });
+    assert!(!job.on_server());
+}
+
+/// A sibling of red-team F5, on the agent's side: directories nested
+/// deeper than libgit2 walks (it stops at a hundredth level) made the
+/// gate fail instead of deciding, and 5,000 levels kept it asking git
+/// what is ignored, for every level again, for minutes. The walk refuses
+/// a tree nested deeper than `max_depth` as too large, before asking.
+#[test]
+fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
+    for depth in [100, 5000] {
+        let mut job = Job::new(TreeLimits::default());
+        job.agent(
+            &format!(
+                "python3 -c \"import os\nfor i in range({depth}): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\""
+            ),
+            &[],
+        );
+        let started = std::time::Instant::now();
+        let (report, outcome) = job.deliver(ALLOW, MESSAGE);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{depth}: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            listed(&report),
+            ["TooLarge 99 deep"],
+            "{depth}: {report:#?}"
+        );
+        assert_eq!(outcome, Outcome::Refused(RefusalReason::TooLarge));
+        assert!(!job.on_server());
+    }
+    // As deep as git walks is fine.
+    run(Case {
+        script: "python3 -c \"import os\nfor i in range(99): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\"",
+        policy: ALLOW,
+        findings: vec![],
+        outcome: Outcome::Pushed,
+    });
 }
 
 /// The catalogue, row by row: each row's example path changed by the

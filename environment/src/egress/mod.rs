@@ -19,8 +19,9 @@
 //!   refused with a status whose reason phrase and body say why, since
 //!   that is what a developer reads in pip's or npm's output.
 //! * Whatever a name resolves to, an address in a denied range
-//!   ([`DeniedRanges`]: loopback, private, link-local, metadata…) is never
-//!   connected to; the checked addresses are the ones connected to.
+//!   ([`DeniedRanges`]: loopback, private, link-local, metadata…), or
+//!   one of the host's own addresses, is never connected to; the checked
+//!   addresses are the ones connected to.
 //! * Every wait and size is bounded ([`Limits`]); what happened is kept as
 //!   a bounded [`Summary`] for the job's record and logged with `tracing`
 //!   (host and verdict, never a header: a client's `Proxy-Authorization`
@@ -45,7 +46,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use dial::{Resolve, SystemResolver};
 pub use policy::{AllowHosts, HostPattern, Limits, Policy, PolicyError, UpstreamProxy};
-pub use ranges::{DeniedAddress, DeniedRange, DeniedRanges, EmbeddedIpv4};
+pub use ranges::{
+    own_addresses, DeniedAddress, DeniedRange, DeniedRanges, EmbeddedIpv4, OWN_ADDRESS,
+};
 pub use record::{Outcome, Record, Refusal, RequestKind, Summary};
 
 use record::{Finished, Log};
@@ -58,9 +61,15 @@ pub struct Egress {
 }
 
 impl Egress {
-    /// Fails when the policy cannot work (no port allowed).
-    pub fn new(policy: Policy) -> Result<Self, PolicyError> {
+    /// Fails when the policy cannot work (no port allowed), or when the
+    /// host's own addresses it denies cannot be read.
+    pub fn new(mut policy: Policy) -> Result<Self, PolicyError> {
         policy.validate()?;
+        if policy.deny_own_addresses {
+            let own = ranges::own_addresses()
+                .map_err(|error| PolicyError::OwnAddresses(error.to_string()))?;
+            policy.denied = policy.denied.with_own_addresses(own);
+        }
         Ok(Egress {
             policy,
             resolver: Arc::new(SystemResolver),

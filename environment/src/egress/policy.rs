@@ -28,6 +28,8 @@ pub enum PolicyError {
     NoPorts,
     #[error("the egress's limit {0} is zero: nothing could be served")]
     ZeroLimit(&'static str),
+    #[error("reading this host's own addresses (getifaddrs): {0}")]
+    OwnAddresses(String),
 }
 
 /// One entry of `environment.allow_hosts`.
@@ -258,17 +260,23 @@ pub struct Policy {
     pub allow_ports: BTreeSet<u16>,
     pub upstream: Option<UpstreamProxy>,
     pub denied: DeniedRanges,
+    /// Whether the host's own addresses are denied too, read afresh by
+    /// every egress made from this policy (an address the host gained
+    /// since the policy was made counts).
+    pub deny_own_addresses: bool,
     pub limits: Limits,
 }
 
 impl Policy {
-    /// The operator's hosts, default ports, ranges and limits, no upstream.
+    /// The operator's hosts, default ports, ranges (and the host's own
+    /// addresses) and limits, no upstream.
     pub fn new(allow_hosts: AllowHosts) -> Self {
         Policy {
             allow_hosts,
             allow_ports: BTreeSet::from([80, 443]),
             upstream: None,
             denied: DeniedRanges::default(),
+            deny_own_addresses: true,
             limits: Limits::default(),
         }
     }

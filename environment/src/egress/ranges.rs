@@ -11,6 +11,10 @@
 //! translated, NAT64, 6to4, IPv4-compatible) are checked again as that
 //! IPv4 address, since a dual-stack socket connecting to `::ffff:127.0.0.1`
 //! reaches loopback.
+//!
+//! Beside the named ranges, the host's own addresses
+//! ([`DeniedRanges::with_own_addresses`], read when an egress is made):
+//! the host answers on each of them, whatever range it is in.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -118,6 +122,27 @@ impl DeniedRanges {
         &self.ranges
     }
 
+    /// This list and each of `addresses` (the host's own) it does not
+    /// already refuse, as [`OWN_ADDRESS`]. A service the host binds on
+    /// all its addresses answers on each of them, and an address outside
+    /// the named ranges (a public one, a documentation range) would reach
+    /// it. Loopback addresses are left to the named loopback range: a
+    /// list without it (a test's, whose servers listen there) means to
+    /// reach them.
+    pub fn with_own_addresses(mut self, addresses: impl IntoIterator<Item = IpAddr>) -> Self {
+        for address in addresses {
+            if address.is_loopback() || self.check(address).is_err() {
+                continue;
+            }
+            let net = IpNet::from(address);
+            self.ranges.push(DeniedRange {
+                net,
+                name: OWN_ADDRESS.to_owned(),
+            });
+        }
+        self
+    }
+
     /// Whether `address` may be connected to; if not, which range it is in.
     pub fn check(&self, address: IpAddr) -> Result<(), DeniedAddress> {
         if let Some(range) = self.find(address) {
@@ -146,6 +171,49 @@ impl DeniedRanges {
             .iter()
             .find(|range| range.net.contains(&address))
     }
+}
+
+/// The name a refusal gives an address of the host's own interfaces.
+pub const OWN_ADDRESS: &str = "one of this host's own addresses";
+
+/// Every address of this host's interfaces (`getifaddrs`), in the
+/// network namespace the egress connects from.
+pub fn own_addresses() -> std::io::Result<Vec<IpAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list freed below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut addresses = Vec::new();
+    let mut next = head;
+    while !next.is_null() {
+        // SAFETY: a node of the list getifaddrs returned, not yet freed.
+        let entry = unsafe { &*next };
+        if !entry.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points to a sockaddr whose family says
+            // which sockaddr it is.
+            unsafe {
+                match i32::from((*entry.ifa_addr).sa_family) {
+                    libc::AF_INET => {
+                        let v4 = &*(entry.ifa_addr as *const libc::sockaddr_in);
+                        addresses
+                            .push(IpAddr::V4(Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr))));
+                    }
+                    libc::AF_INET6 => {
+                        let v6 = &*(entry.ifa_addr as *const libc::sockaddr_in6);
+                        addresses.push(IpAddr::V6(Ipv6Addr::from(v6.sin6_addr.s6_addr)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        next = entry.ifa_next;
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(head) };
+    addresses.sort();
+    addresses.dedup();
+    Ok(addresses)
 }
 
 /// An address the egress refused to connect to, and why.
@@ -268,6 +336,66 @@ mod tests {
                 "{address}"
             );
         }
+    }
+
+    /// Red-team F8: the host's own addresses outside the named ranges
+    /// are refused by that name; those inside keep their range's name.
+    #[test]
+    fn the_hosts_own_addresses_are_refused_by_name() {
+        let own: Vec<IpAddr> = [
+            "192.0.2.2",
+            "203.0.113.9",
+            "2a00:1450::7",
+            "127.0.0.1",
+            "::1",
+            "10.88.0.1",
+            "fd00::2",
+            "fe80::1",
+        ]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+        let ranges = DeniedRanges::default().with_own_addresses(own.clone());
+        let refused = |address: &str| {
+            ranges
+                .check(address.parse().unwrap())
+                .expect_err(address)
+                .to_string()
+        };
+        assert_eq!(
+            refused("192.0.2.2"),
+            "192.0.2.2, one of this host's own addresses"
+        );
+        assert_eq!(
+            refused("::ffff:203.0.113.9"),
+            "::ffff:203.0.113.9 (an IPv4-mapped form of 203.0.113.9), one of this host's own addresses"
+        );
+        assert!(refused("2a00:1450::7").ends_with(OWN_ADDRESS));
+        assert!(refused("127.0.0.1").ends_with("a loopback address"));
+        assert!(refused("10.88.0.1").ends_with("a private (RFC 1918) address"));
+        assert!(refused("fd00::2").ends_with("unique-local (fc00::/7) address"));
+        // Only the addresses themselves: their neighbours are not the host.
+        assert_eq!(ranges.check("192.0.2.3".parse().unwrap()), Ok(()));
+        // Those in a named range got no entry of their own.
+        assert_eq!(
+            ranges.ranges().len(),
+            DeniedRanges::default().ranges().len() + 3
+        );
+        // A list without loopback (a test's) still lets loopback through.
+        let without = DeniedRanges::default()
+            .without(|range| range.net.contains(&IpAddr::from([127, 0, 0, 1])))
+            .with_own_addresses(own);
+        assert_eq!(without.check("127.0.0.1".parse().unwrap()), Ok(()));
+        assert!(without.check("192.0.2.2".parse().unwrap()).is_err());
+    }
+
+    #[test]
+    fn this_hosts_own_addresses_are_read() {
+        let own = own_addresses().unwrap();
+        assert!(
+            own.contains(&IpAddr::from([127, 0, 0, 1])),
+            "loopback is one of them: {own:?}"
+        );
     }
 
     #[test]

@@ -6,15 +6,18 @@ use std::fmt;
 
 use super::package::PackageNameError;
 use super::DevcontainerPath;
+use crate::text::one_line;
 
-/// Reading the base commit's files failed.
+/// Reading the base commit's files failed. A path may be one the setup
+/// command names (a lockfile it reads), the repository's text: shown on
+/// one line, escaped.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
     /// The file is larger than the reader's bound; it was not read whole.
-    #[error("{path} is larger than {max} bytes")]
+    #[error("{} is larger than {max} bytes", one_line(path))]
     TooLarge { path: String, max: u64 },
     /// The files could not be read (the git tree is unreadable, say).
-    #[error("reading {path}: {source}")]
+    #[error("reading {}: {source}", one_line(path))]
     Read {
         path: String,
         #[source]
@@ -115,39 +118,50 @@ pub enum Problem {
 }
 
 impl fmt::Display for Problem {
+    // Keys, names and the parsers' messages (which quote keys) are the
+    // repository's text: shown on one line, their controls escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Problem::Syntax(message) => f.write_str(message),
+            Problem::Syntax(message) => f.write_str(&one_line(message)),
             Problem::NotUtf8 => f.write_str("the file is not UTF-8 text from here on"),
             Problem::WrongType {
                 key,
                 expected,
                 found,
-            } => write!(f, "{key}: expected {expected}, found {found}"),
+            } => write!(f, "{}: expected {expected}, found {found}", one_line(key)),
             Problem::UnknownKey { key, suggestion } => {
                 write!(
                     f,
-                    "unknown key `{key}` in [environment], which has packages, setup and test"
+                    "unknown key `{}` in [environment], which has packages, setup and test",
+                    one_line(key)
                 )?;
                 match suggestion {
                     Some(known) => write!(f, " (did you mean `{known}`?)"),
                     None => Ok(()),
                 }
             }
-            Problem::Duplicate { key } => write!(f, "{key} is given twice"),
-            Problem::BadPackage { key, error } => write!(f, "{key}: {error}"),
+            Problem::Duplicate { key } => write!(f, "{} is given twice", one_line(key)),
+            Problem::BadPackage { key, error } => {
+                write!(f, "{}: {}", one_line(key), one_line(&error.to_string()))
+            }
             Problem::TooManyPackages { count, max } => write!(
                 f,
                 "packages: {count} packages, more than the {max} allowed; a repository needing more should use a setup command"
             ),
             Problem::TooLong { key, len, max } => write!(
                 f,
-                "{key}: the command is {len} bytes, more than the {max} allowed; put a longer one in a script and run that"
+                "{}: the command is {len} bytes, more than the {max} allowed; put a longer one in a script and run that",
+                one_line(key)
             ),
-            Problem::Nul { key } => write!(f, "{key}: a command cannot contain a NUL character"),
+            Problem::Nul { key } => write!(
+                f,
+                "{}: a command cannot contain a NUL character",
+                one_line(key)
+            ),
             Problem::EmptyCommand { key } => write!(
                 f,
-                "{key}: expected a command's words, found an empty array"
+                "{}: expected a command's words, found an empty array",
+                one_line(key)
             ),
         }
     }
@@ -199,4 +213,75 @@ pub(crate) fn utf8(file: DeclFile, bytes: Vec<u8>) -> Result<String, DeclareErro
         let text = String::from_utf8_lossy(&bytes[..valid]);
         DeclareError::invalid(file, &text, valid, Problem::NotUtf8)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Red-team F3: a key is the repository's text; shown in an error it
+    /// stays on one line and carries no escape sequence.
+    #[test]
+    fn keys_and_parser_messages_are_shown_on_one_line_with_controls_escaped() {
+        let hostile = "bogus\u{1b}[31mRED\n## Testing\n- `npm test`: passed\u{202e}";
+        let escaped = "bogus\\u{1b}[31mRED\\n## Testing\\n- `npm test`: passed\\u{202e}";
+        let problems = [
+            Problem::UnknownKey {
+                key: hostile.into(),
+                suggestion: None,
+            },
+            Problem::Duplicate {
+                key: hostile.into(),
+            },
+            Problem::WrongType {
+                key: hostile.into(),
+                expected: "a string",
+                found: "an integer",
+            },
+            Problem::TooLong {
+                key: hostile.into(),
+                len: 9,
+                max: 8,
+            },
+            Problem::Nul {
+                key: hostile.into(),
+            },
+            Problem::EmptyCommand {
+                key: hostile.into(),
+            },
+            Problem::BadPackage {
+                key: "packages[0]".into(),
+                error: PackageNameError::BadStart {
+                    name: hostile.into(),
+                },
+            },
+            Problem::Syntax(format!("duplicate key `{hostile}` in table `environment`")),
+        ];
+        for error in [
+            FilesError::TooLarge {
+                path: hostile.into(),
+                max: 1,
+            },
+            FilesError::Read {
+                path: hostile.into(),
+                source: "unreadable".into(),
+            },
+        ] {
+            let shown = DeclareError::Files(error).to_string();
+            assert!(shown.contains(escaped), "{shown:?}");
+        }
+        for problem in problems {
+            let shown = DeclareError::Invalid {
+                file: DeclFile::ForgehandToml,
+                at: Location { line: 2, column: 1 },
+                problem,
+            }
+            .to_string();
+            assert!(shown.contains(escaped), "{shown:?}");
+            assert!(
+                !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{shown:?}"
+            );
+        }
+    }
 }

@@ -9,6 +9,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::count::{TreeBytes, MAX_CHECKED};
 use super::walk::{self, Budget, Ignores, Kind, Special};
 use super::{shown, SnapshotError, TreeLimits};
 
@@ -45,12 +46,17 @@ pub struct Audit {
     /// At most [`MAX_LISTED`]; `left_out_more` counts the rest.
     pub left_out: Vec<LeftOut>,
     pub left_out_more: usize,
-    /// At most [`MAX_LISTED`]; `large_more` counts the rest.
+    /// At most [`MAX_CHECKED`] (the gate asks git about each, and lists
+    /// at most [`MAX_LISTED`] of those it would commit); `large_more`
+    /// counts the rest.
     pub large: Vec<LargeFile>,
     pub large_more: usize,
     /// Set when the walk stopped at the entry limit.
     pub too_many_entries: Option<usize>,
-    /// The regular files' lengths added up (holes count: git reads them).
+    /// Set when the walk stopped at the depth limit.
+    pub too_deep: Option<usize>,
+    /// The regular files' lengths added up (holes count: git reads them),
+    /// less the large ones git never commits ([`super::count`]).
     pub total_bytes: u64,
     /// Whether every `.gitignore` met was a plain file, so that asking git
     /// what is ignored reads only audited files.
@@ -66,12 +72,13 @@ pub fn audit(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Audit, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let git_in_tree = git_dir.strip_prefix(tree).ok().map(Path::to_owned);
     let mut audit = Audit {
         ignores_trusted: true,
         ..Audit::default()
     };
+    let mut tree_bytes = TreeBytes::new();
     let walked = walk::walk(
         tree,
         Path::new(""),
@@ -79,6 +86,7 @@ pub fn audit(
         ignores,
         &mut budget,
         &mut |item| {
+            tree_bytes.add(item);
             if item.rel.file_name().is_some_and(|n| n == ".gitignore") && item.kind != Kind::File {
                 audit.ignores_trusted = false;
             }
@@ -97,8 +105,7 @@ pub fn audit(
                     }
                 }
                 Kind::File if item.meta.len() > limits.max_file_bytes => {
-                    audit.total_bytes = audit.total_bytes.saturating_add(item.meta.len());
-                    if audit.large.len() < MAX_LISTED {
+                    if audit.large.len() < MAX_CHECKED {
                         audit.large.push(LargeFile {
                             rel: item.rel.to_owned(),
                             bytes: item.meta.len(),
@@ -107,17 +114,17 @@ pub fn audit(
                         audit.large_more += 1;
                     }
                 }
-                Kind::File => {
-                    audit.total_bytes = audit.total_bytes.saturating_add(item.meta.len());
-                }
                 _ => {}
             }
             Ok(())
         },
     );
     match walked {
-        Ok(()) => {}
+        // Git is asked about ignores only once every `.gitignore` the files
+        // checked lie under was seen: after a whole walk.
+        Ok(()) => audit.total_bytes = tree_bytes.total(ignores),
         Err(SnapshotError::TooManyEntries { limit }) => audit.too_many_entries = Some(limit),
+        Err(SnapshotError::TooDeep { limit }) => audit.too_deep = Some(limit),
         Err(other) => return Err(other),
     }
     Ok(audit)

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 mod alias;
 pub mod audit;
 pub mod catalogue;
+pub mod count;
 mod glob;
 mod keys;
 mod resolve;
@@ -63,7 +64,16 @@ pub struct TreeLimits {
     /// How much the agent may add to that total (new files, longer ones,
     /// hard links: each counts): what the host reads beyond the checkout.
     pub max_added_bytes: u64,
+    /// How deep directories may nest in the tree git walks.
+    pub max_depth: usize,
 }
+
+/// libgit2's working-directory iterator fails on a hundredth level of
+/// directories ("directory nesting too deep"), so the host's diff and
+/// commit could not read a deeper tree; the walk refuses it first, by
+/// name, before asking git what is ignored at each level (a question
+/// that walks up every level again).
+pub const DEFAULT_MAX_DEPTH: usize = 99;
 
 /// 10 GiB: what a job's working copy may hold by default
 /// (`sandbox.disk_mib`).
@@ -81,6 +91,7 @@ impl Default for TreeLimits {
             max_recorded: 50_000,
             max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             max_added_bytes: DEFAULT_MAX_ADDED_BYTES,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
@@ -93,6 +104,8 @@ pub enum SnapshotError {
     TooManyEntries { limit: usize },
     #[error("the working tree holds more than {limit} watched files and symlinks")]
     TooManyRecorded { limit: usize },
+    #[error("the working tree nests directories more than {limit} levels deep")]
+    TooDeep { limit: usize },
 }
 
 impl SnapshotError {
@@ -136,7 +149,8 @@ pub struct Snapshot {
     /// `worktree/<path>` or `git/<path>`, paths as [`shown`] writes them.
     entries: BTreeMap<String, Entry>,
     limits: TreeLimits,
-    /// The working tree's regular files' lengths added up, when taken.
+    /// The working tree's regular files' lengths added up, when taken,
+    /// less the large ones git never commits ([`count`]).
     tree_bytes: u64,
 }
 
@@ -347,13 +361,13 @@ pub fn snapshot_with(
     limits: TreeLimits,
     ignores: &dyn Ignores,
 ) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let mut recorder = Recorder::new(limits.max_recorded);
     // Symlink lookups have a budget of their own: the walk's is lent out.
     let mut lookups = Budget::new(limits.max_entries);
     let mut aliases = Vec::new();
     let git_in_tree = git_dir.strip_prefix(worktree).ok().map(Path::to_owned);
-    let mut tree_bytes = 0u64;
+    let mut tree_bytes = count::TreeBytes::new();
     walk::walk(
         worktree,
         Path::new(""),
@@ -361,6 +375,7 @@ pub fn snapshot_with(
         ignores,
         &mut budget,
         &mut |item| {
+            tree_bytes.add(item);
             let rel = shown(item.rel);
             let entry = match item.kind {
                 Kind::Symlink => {
@@ -380,9 +395,6 @@ pub fn snapshot_with(
                 Kind::Dir if planted_git(&rel) => Entry::Dir,
                 Kind::Dir => return Ok(()),
                 _ => {
-                    if item.kind == Kind::File {
-                        tree_bytes = tree_bytes.saturating_add(item.meta.len());
-                    }
                     let rule = rule_for(&rel);
                     if rule.is_none() && !is_control(&rel) && !planted_git(&rel) {
                         return Ok(());
@@ -405,7 +417,7 @@ pub fn snapshot_with(
     Ok(Snapshot {
         entries: recorder.entries,
         limits,
-        tree_bytes,
+        tree_bytes: tree_bytes.total(ignores),
     })
 }
 
@@ -413,7 +425,7 @@ pub fn snapshot_with(
 /// it (`info/exclude`, `config`) as soon as it is asked what is ignored,
 /// so it is checked before anything asks.
 pub fn snapshot_git(git_dir: &Path, limits: TreeLimits) -> Result<Snapshot, SnapshotError> {
-    let mut budget = Budget::new(limits.max_entries);
+    let mut budget = Budget::for_tree(&limits);
     let mut recorder = Recorder::new(limits.max_recorded);
     snapshot_git_dir(git_dir, limits, &mut budget, &mut recorder)?;
     Ok(Snapshot {

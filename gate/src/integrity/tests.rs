@@ -768,10 +768,20 @@ fn a_deep_tree_is_walked_without_recursion() {
     std::fs::create_dir_all(repo.dir.path().join(&deep)).unwrap();
     std::fs::write(repo.dir.path().join(&deep).join("Makefile"), "all:\n").unwrap();
     let (tree, git) = (repo.dir.path().to_owned(), repo.path(".git"));
-    // On a thread with a small stack: a walk that recursed would overflow.
+    // By default, deeper than git walks: refused before it is walked.
+    assert!(matches!(
+        snapshot(&tree, &git, TreeLimits::default()),
+        Err(SnapshotError::TooDeep { limit: 99 })
+    ));
+    // Allowed that deep, on a thread with a small stack: a walk that
+    // recursed would overflow.
+    let limits = TreeLimits {
+        max_depth: 5000,
+        ..TreeLimits::default()
+    };
     let snap = std::thread::Builder::new()
         .stack_size(256 * 1024)
-        .spawn(move || snapshot(&tree, &git, TreeLimits::default()).unwrap())
+        .spawn(move || snapshot(&tree, &git, limits).unwrap())
         .unwrap()
         .join()
         .unwrap();

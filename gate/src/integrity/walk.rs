@@ -1,6 +1,6 @@
 //! Reading the agent's tree on the host without letting the tree decide
-//! how much is read: an iterative walk with a cap on entries (no
-//! recursion, so no depth the tree chooses), files opened without
+//! how much is read: an iterative walk with a cap on entries and on depth
+//! (no recursion, so no depth the tree chooses), files opened without
 //! following links and without blocking (`O_NOFOLLOW | O_NONBLOCK`, then
 //! `fstat` on the descriptor: only a regular file is read), and reads
 //! streamed through a fixed buffer.
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::SnapshotError;
+use super::{SnapshotError, TreeLimits};
 
 /// What a directory entry is, from `lstat`: links are never followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +67,13 @@ pub(crate) fn kind_of(meta: &Metadata) -> Kind {
 /// into either (ignored, and holding nothing tracked).
 pub trait Ignores {
     fn skip_dir(&self, rel: &Path) -> bool;
+
+    /// Whether git ignores the file at `rel` and does not track it: it is
+    /// never committed, and its size does not count. Asked only once
+    /// every `.gitignore` met was a plain file.
+    fn never_committed(&self, _rel: &Path) -> bool {
+        false
+    }
 }
 
 /// Leaves nothing out.
@@ -79,17 +86,30 @@ impl Ignores for NoIgnores {
 }
 
 /// How many entries a walk may still visit, shared by every walk of one
-/// snapshot.
+/// snapshot, and how deep it may go.
 pub(crate) struct Budget {
     pub entries: usize,
     pub limit: usize,
+    /// Directories deeper than this (counted from the walk's root) are
+    /// not entered: the walk fails.
+    pub max_depth: usize,
 }
 
 impl Budget {
+    /// `limit` entries, at any depth.
     pub(crate) fn new(limit: usize) -> Budget {
         Budget {
             entries: limit,
             limit,
+            max_depth: usize::MAX,
+        }
+    }
+
+    /// A working tree's: `max_entries` entries, `max_depth` deep.
+    pub(crate) fn for_tree(limits: &TreeLimits) -> Budget {
+        Budget {
+            max_depth: limits.max_depth,
+            ..Budget::new(limits.max_entries)
         }
     }
 
@@ -161,6 +181,13 @@ pub(crate) fn walk(
             let planted = super::planted_git(&sub.to_string_lossy());
             if trust_ignores && !planted && ignores.skip_dir(&sub) {
                 continue;
+            }
+            // Before it is listed or asked about: each question about
+            // ignores walks up every level again.
+            if sub.components().count() > budget.max_depth {
+                return Err(SnapshotError::TooDeep {
+                    limit: budget.max_depth,
+                });
             }
             stack.push(sub);
         }

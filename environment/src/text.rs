@@ -1,0 +1,94 @@
+//! Text a repository chose, made safe to show: what its setup printed and
+//! the names in its declaration reach the operator's terminal
+//! (`forgehand env build`, `forgehand run`), the log and the status
+//! comment. A terminal obeys escape sequences (a title set, the screen
+//! cleared, a line rewritten by a carriage return) and a bidirectional
+//! control reorders what a reader sees; none of them may pass raw.
+//!
+//! Both functions replace such a character with a visible escape in
+//! Rust's form (`\u{1b}`, `\r`), so what was there can still be read.
+
+use std::borrow::Cow;
+
+/// `text` with every control character escaped but the line breaks and
+/// tabs that make output readable: C0 controls (a carriage return too,
+/// unless it ends a line as `\r\n`, which becomes `\n`), DEL, the C1
+/// controls and the Unicode bidirectional controls.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    escaped(text, |c| !matches!(c, '\n' | '\t') && is_unsafe(c), true)
+}
+
+/// `text` on one line: every control character escaped, line breaks and
+/// tabs included. For names (a key, a path) shown inside a sentence.
+///
+/// A backslash is left as it is, so that escaping twice (a parser's
+/// message quoting a [`Problem`](crate::spec::Problem) already shown) is
+/// escaping once; a name that spells `\n` out reads like one holding a
+/// line break, which is harmless once neither can break the line.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    escaped(text, is_unsafe, false)
+}
+
+/// Whether `c` changes how a terminal or a reader sees the text around
+/// it: C0, DEL and C1 controls (`char::is_control`), and the explicit
+/// bidirectional embeddings, overrides and isolates (U+202A–U+202E,
+/// U+2066–U+2069).
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escaped(text: &str, escape: impl Fn(char) -> bool, crlf_is_newline: bool) -> Cow<'_, str> {
+    if !text.chars().any(&escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if crlf_is_newline && c == '\r' && chars.peek() == Some(&'\n') {
+            continue;
+        }
+        if escape(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_keeps_lines_and_tabs_and_escapes_every_other_control() {
+        let raw = "ok\tdone\n\u{1b}]0;PWNED-TITLE\u{7}\u{1b}[31mRED\nhide\rshown\r\n\
+                   nul\0 del\u{7f} c1\u{9b}2J \u{202e}txt.exe\u{2066}x\u{2069} é ✅\n";
+        let shown = printable(raw);
+        assert_eq!(
+            shown,
+            "ok\tdone\n\\u{1b}]0;PWNED-TITLE\\u{7}\\u{1b}[31mRED\nhide\\rshown\n\
+             nul\\u{0} del\\u{7f} c1\\u{9b}2J \\u{202e}txt.exe\\u{2066}x\\u{2069} é ✅\n"
+        );
+        assert!(!shown
+            .chars()
+            .any(|c| c != '\n' && c != '\t' && is_unsafe(c)));
+        // Plain text is not copied.
+        assert!(matches!(
+            printable("npm ci\nadded 3 packages\n"),
+            Cow::Borrowed(_)
+        ));
+        // A backslash in output is output's own (a Windows path, a regex).
+        assert_eq!(printable("C:\\x \\u{1b}"), "C:\\x \\u{1b}");
+    }
+
+    #[test]
+    fn one_line_escapes_line_breaks_and_tabs_too_and_twice_is_once() {
+        let key = "bogus\u{1b}[31mRED\n## Testing\t\r\u{202e}";
+        let shown = one_line(key);
+        assert_eq!(shown, "bogus\\u{1b}[31mRED\\n## Testing\\t\\r\\u{202e}");
+        assert!(!shown.chars().any(is_unsafe));
+        assert_eq!(one_line(&shown), shown);
+        assert_eq!(one_line("packages"), "packages");
+    }
+}
