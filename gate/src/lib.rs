@@ -28,7 +28,7 @@ pub use check::{
 pub use commit::{commit_all, tree_to_commit, BotIdentity, CommitRequest};
 pub use deliver::{deliver, DeliverError, Delivery, Push};
 pub use integrity::{
-    compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, TreeLimits,
+    compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
     DEFAULT_MAX_FILE_BYTES,
 };
 pub use secrets::{Finding, Place, SecretKind, SecretScanner};

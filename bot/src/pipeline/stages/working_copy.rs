@@ -160,16 +160,15 @@ impl Pipeline {
         let exclusions = layered.exclusions();
         let (commit, index) = (layered.commit(), layered.index().to_owned());
         let before = tokio::task::spawn_blocking(move || {
-            let mirror = Mirror::local(&mirror).map_err(|e| e.to_string())?;
+            let mirror = Mirror::local(&mirror).map_err(Failure::infra)?;
             let copy = mirror
                 .layered_copy(commit, &index, &tree, &git_dir, &branch)
-                .map_err(|e| e.to_string())?;
-            write_exclusions(&git_dir, &exclusions).map_err(|e| e.to_string())?;
-            gate::before(&copy, limits).map_err(|e| e.to_string())
+                .map_err(Failure::infra)?;
+            write_exclusions(&git_dir, &exclusions).map_err(Failure::infra)?;
+            gate::before(&copy, limits).map_err(before_failure)
         })
         .await
-        .map_err(Failure::infra)?
-        .map_err(Failure::infra)?;
+        .map_err(Failure::infra)??;
         Ok(WorkingCopy {
             layered,
             job_dir,
@@ -178,6 +177,22 @@ impl Pipeline {
             expected: source.expected,
             before,
         })
+    }
+}
+
+/// Why the snapshot before the agent could not be taken: a tree the
+/// host will not read (more entries, watched files or depth than it
+/// walks) is the repository's, and no later attempt changes it.
+fn before_failure(error: gate::GateError) -> Failure {
+    use gate::SnapshotError::{TooDeep, TooManyEntries, TooManyRecorded};
+    match error {
+        gate::GateError::Snapshot(
+            e @ (TooManyEntries { .. } | TooManyRecorded { .. } | TooDeep { .. }),
+        ) => Failure::new(
+            Reason::Gate(gate::RefusalReason::TooLarge),
+            format!("the repository's own tree, before the agent ran: {e}"),
+        ),
+        other => Failure::infra(other),
     }
 }
 
@@ -289,4 +304,22 @@ fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -
         summary: summary.join("\n").trim().to_owned(),
         files: super::publish::changed_files(repo, tip).ok()?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tree_the_host_will_not_read_is_the_repositorys_and_not_retried() {
+        let deep = before_failure(gate::GateError::Snapshot(gate::SnapshotError::TooDeep {
+            limit: 99,
+        }));
+        assert_eq!(deep.reason, Reason::Gate(gate::RefusalReason::TooLarge));
+        assert!(!deep.retryable);
+        assert!(deep.message.contains("99 levels"), "{}", deep.message);
+        let io = before_failure(gate::GateError::Bare);
+        assert_eq!(io.reason, Reason::Infra);
+        assert!(io.retryable);
+    }
 }
