@@ -473,3 +473,42 @@ async fn a_tree_too_deep_to_keep_is_the_repositorys_error_and_leaves_nothing() {
         }
     }
 }
+
+/// A kept environment is reused until its key changes, and built again
+/// once it is older than `environment.max_age_hours`: what a setup reads
+/// without naming it is current again at least that often.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_environment_past_its_age_is_built_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = \"date +%s%N > $HOME/built\"\n",
+        )],
+    );
+    let envs = [("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", "localhost".to_owned())];
+    let build = || {
+        let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &envs));
+        assert!(ok, "{said}");
+        said
+    };
+    let first = build();
+    assert!(first.contains("set up in"), "{first}");
+    let stamp = std::fs::read_to_string(kept_home(dir.path()).join("built")).unwrap();
+    let again = build();
+    assert!(again.contains("kept already"), "{again}");
+    // Eight days pass (the kept environment's record says when it was
+    // built; the default age is seven days).
+    let info_path = kept_home(dir.path()).parent().unwrap().join("info.json");
+    let mut info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&info_path).unwrap()).unwrap();
+    let built_at = info["built_at"].as_u64().unwrap();
+    info["built_at"] = (built_at - 8 * 24 * 3600).into();
+    std::fs::write(&info_path, info.to_string()).unwrap();
+    let aged = build();
+    assert!(aged.contains("set up in"), "built again: {aged}");
+    let restamp = std::fs::read_to_string(kept_home(dir.path()).join("built")).unwrap();
+    assert_ne!(stamp, restamp, "the setup ran again");
+}

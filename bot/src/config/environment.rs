@@ -40,6 +40,12 @@ pub struct EnvironmentConfig {
     /// A default environment detected from a repository's lockfiles when
     /// it declares none.
     pub detect: bool,
+    /// A kept environment older than this is built again (when no job
+    /// uses it), whatever its key: what a setup reads without naming it
+    /// (a download of "latest", a file no script names) is current again
+    /// at least this often. 0: kept until its key changes or it is
+    /// evicted.
+    pub max_age_hours: u64,
 }
 
 impl Default for EnvironmentConfig {
@@ -55,6 +61,7 @@ impl Default for EnvironmentConfig {
             cache_max_gib: 20,
             test_retries: 1,
             detect: true,
+            max_age_hours: 168,
         }
     }
 }
@@ -62,6 +69,12 @@ impl Default for EnvironmentConfig {
 impl EnvironmentConfig {
     pub fn setup_timeout(&self) -> Duration {
         Duration::from_secs(self.setup_timeout_secs)
+    }
+
+    /// How long a kept environment is reused; `None`: until its key
+    /// changes.
+    pub fn max_age(&self) -> Option<Duration> {
+        (self.max_age_hours > 0).then(|| Duration::from_secs(self.max_age_hours * 3600))
     }
 
     /// The egress proxy's policy: the operator's hosts, the default ports,

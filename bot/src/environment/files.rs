@@ -52,4 +52,21 @@ impl RepoFiles for CommitFiles<'_> {
     fn exists(&self, path: &str) -> bool {
         self.blob(path).is_some()
     }
+
+    fn is_dir(&self, path: &str) -> bool {
+        self.tree
+            .get_path(std::path::Path::new(path))
+            .is_ok_and(|entry| entry.kind() == Some(ObjectType::Tree))
+    }
+
+    fn link(&self, path: &str) -> Option<String> {
+        let entry = self.tree.get_path(std::path::Path::new(path)).ok()?;
+        if entry.filemode() != 0o120000 {
+            return None;
+        }
+        // A link's target is a path: short, but bounded all the same.
+        let blob = self.repo.find_blob(entry.id()).ok()?;
+        let target = blob.content();
+        (target.len() <= 4096).then(|| String::from_utf8_lossy(target).into_owned())
+    }
 }

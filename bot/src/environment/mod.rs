@@ -137,6 +137,7 @@ pub struct Environments {
     detect: bool,
     limits: Limits,
     disk_mib: u64,
+    max_age: Option<std::time::Duration>,
 }
 
 impl Environments {
@@ -156,6 +157,7 @@ impl Environments {
             detect: env.detect,
             limits,
             disk_mib: env.disk_mib,
+            max_age: env.max_age(),
         })
     }
 
@@ -214,7 +216,7 @@ impl Environments {
                 egress: None,
             });
         }
-        if let Some(env) = self.cache.get(key.as_str())? {
+        if let Some(env) = self.kept(key.as_str())? {
             let setup_secs = env.info.setup_secs;
             return Ok(Prepared {
                 declared,
@@ -226,6 +228,31 @@ impl Environments {
             });
         }
         self.build(backend, repository, declared, key, base).await
+    }
+
+    /// The environment kept under `key`, unless it is older than
+    /// `environment.max_age_hours`: then it is removed to be built again,
+    /// or, while another job uses it, reused this once.
+    fn kept(&self, key: &str) -> Result<Option<InUse>, CacheError> {
+        let Some(env) = self.cache.get(key)? else {
+            return Ok(None);
+        };
+        let age = crate::time::now_ms() / 1000 - env.info.built_at as i64;
+        let fresh = self
+            .max_age
+            .is_none_or(|max| age < 0 || (age as u64) < max.as_secs());
+        if fresh {
+            return Ok(Some(env));
+        }
+        drop(env);
+        match self.cache.remove(key) {
+            Ok(_) => {
+                tracing::info!(key, age_secs = age, "environment past its age: built again");
+                Ok(None)
+            }
+            Err(CacheError::InUse(_)) => self.cache.get(key),
+            Err(error) => Err(error),
+        }
     }
 
     async fn build(

@@ -79,31 +79,26 @@ pub(super) fn inputs(
 }
 
 /// The files the setup line names, and the files those name in turn (a
-/// `setup.sh` that runs `tools/install.sh`), looked up from the root and
-/// from the naming file's directory, through at most [`MAX_SCRIPTS`]
-/// files read. Listing a file that is not run costs a rebuild when it
-/// changes; missing one that is run would reuse an environment that no
-/// longer matches its base.
+/// `setup.sh` that runs `tools/install.sh`), through at most
+/// [`MAX_SCRIPTS`] files read. A word is looked up from the root, from
+/// the naming file's directory, and from each directory the same text
+/// names (`cd tools && sh install.sh`, `make -C web`), whose lockfiles
+/// and manifests are inputs too; a link is an input and so is what it
+/// points to; `make` names its Makefile (and `just`, `task`, `rake`,
+/// `tox`, `nox`, `invoke` theirs); `node lib/main` names `lib/main.js`.
+/// Listing a file that is not run costs a rebuild when it changes;
+/// missing one that is run would reuse an environment that no longer
+/// matches its base. What a script reads without naming it (an import, a
+/// glob, a variable) is not followed: docs/environments.md says so.
 fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, FilesError> {
-    let mut found = BTreeSet::new();
-    let mut queue: VecDeque<String> = VecDeque::new();
-    let look =
-        |dir: &str, text: &str, found: &mut BTreeSet<String>, queue: &mut VecDeque<String>| {
-            for word in words(text).take(MAX_MENTIONED) {
-                for path in [normalize("", word), normalize(dir, word)]
-                    .into_iter()
-                    .flatten()
-                {
-                    if !found.contains(&path) && files.exists(&path) {
-                        found.insert(path.clone());
-                        queue.push_back(path);
-                    }
-                }
-            }
-        };
-    look("", setup, &mut found, &mut queue);
+    let mut found = Found {
+        files,
+        paths: BTreeSet::new(),
+        queue: VecDeque::new(),
+    };
+    found.look("", setup);
     let mut read = 0;
-    while let Some(path) = queue.pop_front() {
+    while let Some(path) = found.queue.pop_front() {
         if read == MAX_SCRIPTS {
             break;
         }
@@ -115,10 +110,110 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
             continue;
         };
         read += 1;
-        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-        look(dir, &text, &mut found, &mut queue);
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
+        found.look(&dir, &text);
     }
-    Ok(found)
+    Ok(found.paths)
+}
+
+/// Directories a text names that its words are also looked up from, at
+/// most.
+const MAX_BASES: usize = 16;
+/// Links followed from one name, at most.
+const MAX_LINKS: usize = 8;
+
+/// What a program reads without being told: `make` its Makefile.
+const IMPLICIT: &[(&str, &[&str])] = &[
+    ("make", &["Makefile", "makefile", "GNUmakefile"]),
+    ("just", &["justfile", "Justfile", ".justfile"]),
+    ("task", &["Taskfile.yml", "Taskfile.yaml"]),
+    ("rake", &["Rakefile"]),
+    ("tox", &["tox.ini"]),
+    ("nox", &["noxfile.py"]),
+    ("invoke", &["tasks.py"]),
+    ("inv", &["tasks.py"]),
+];
+
+/// Extensions tried for a name that is not a file (`node lib/main`).
+const EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".py", ".sh"];
+
+struct Found<'f> {
+    files: &'f dyn RepoFiles,
+    paths: BTreeSet<String>,
+    /// Files found and not read yet.
+    queue: VecDeque<String>,
+}
+
+impl Found<'_> {
+    /// Looks up the words of `text`, a file in `dir` (or the setup line).
+    fn look(&mut self, dir: &str, text: &str) {
+        let words: Vec<&str> = words(text).take(MAX_MENTIONED).collect();
+        let mut bases: Vec<String> = vec![String::new()];
+        if !dir.is_empty() {
+            bases.push(dir.to_owned());
+        }
+        for word in &words {
+            for base in [String::new(), dir.to_owned()] {
+                let Some(path) = normalize(&base, word) else {
+                    continue;
+                };
+                if bases.len() < MAX_BASES && !bases.contains(&path) && self.files.is_dir(&path) {
+                    bases.push(path);
+                }
+            }
+        }
+        for base in &bases {
+            if !base.is_empty() {
+                for known in KNOWN {
+                    self.add(&format!("{base}/{known}"));
+                }
+            }
+        }
+        for word in &words {
+            for base in &bases {
+                if let Some((_, names)) = IMPLICIT.iter().find(|(program, _)| program == word) {
+                    for name in *names {
+                        self.add(&normalize(base, name).unwrap_or_default());
+                    }
+                }
+                let Some(path) = normalize(base, word) else {
+                    continue;
+                };
+                if !self.add(&path) && !path.contains('.') {
+                    for extension in EXTENSIONS {
+                        self.add(&format!("{path}{extension}"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds `path` when it is a file or a link (and what the link points
+    /// to); whether it was either.
+    fn add(&mut self, path: &str) -> bool {
+        let mut path = path.to_owned();
+        for _ in 0..MAX_LINKS {
+            if self.paths.contains(&path) {
+                return true;
+            }
+            if self.files.exists(&path) {
+                self.paths.insert(path.clone());
+                self.queue.push_back(path);
+                return true;
+            }
+            let Some(target) = self.files.link(&path) else {
+                return false;
+            };
+            self.paths.insert(path.clone());
+            let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+            // A link out of the repository names nothing in it.
+            match normalize(dir, &target) {
+                Some(next) => path = next,
+                None => return true,
+            }
+        }
+        true
+    }
 }
 
 /// The words of a shell text that could be paths in the repository. A
@@ -307,6 +402,56 @@ sh tools/install.sh
         assert_eq!(
             inputs(&files, Some("sh ./setup.sh")).unwrap(),
             ["env.sh", "setup.sh", "tools/fetch.py", "tools/install.sh"]
+        );
+    }
+
+    /// The second red-team round's bypasses of the above (N1): a script
+    /// named after `cd`, a script that is a link, and `make`'s Makefile.
+    #[test]
+    fn scripts_named_after_cd_through_links_and_by_make_are_inputs() {
+        let files = MapFiles::new()
+            .with("tools/install.sh", "sh ./fetch.sh\n")
+            .with("tools/fetch.sh", "echo\n")
+            .link("setup.sh", "tools/install.sh")
+            .with("Makefile", "deps:\n\tsh scripts/deps.sh\n")
+            .with("scripts/deps.sh", "echo\n")
+            .with("web/package-lock.json", "{}")
+            .with("web/build.js", "x\n")
+            .with("lib/main.js", "x\n");
+        assert_eq!(
+            inputs(&files, Some("cd tools && sh install.sh")).unwrap(),
+            ["tools/fetch.sh", "tools/install.sh"]
+        );
+        assert_eq!(
+            inputs(&files, Some("sh ./setup.sh")).unwrap(),
+            ["setup.sh", "tools/fetch.sh", "tools/install.sh"]
+        );
+        assert_eq!(
+            inputs(&files, Some("make deps")).unwrap(),
+            ["Makefile", "scripts/deps.sh"]
+        );
+        assert_eq!(
+            inputs(&files, Some("make -C web && node lib/main")).unwrap(),
+            [
+                "Makefile",
+                "lib/main.js",
+                "scripts/deps.sh",
+                "web/package-lock.json"
+            ],
+            "a directory named is where later words are looked up, and its lockfiles are inputs"
+        );
+    }
+
+    #[test]
+    fn a_link_loop_or_a_link_out_of_the_tree_ends() {
+        let files = MapFiles::new()
+            .link("a.sh", "b.sh")
+            .link("b.sh", "a.sh")
+            .link("out.sh", "../../etc/passwd")
+            .link("abs.sh", "/etc/passwd");
+        assert_eq!(
+            inputs(&files, Some("sh a.sh && sh out.sh && sh abs.sh")).unwrap(),
+            ["a.sh", "abs.sh", "b.sh", "out.sh"]
         );
     }
 

@@ -23,7 +23,7 @@ use super::declared::Declared;
 use super::{FilesError, RepoFiles, MAX_INPUT_BYTES};
 
 /// Bumped whenever the encoding below changes.
-const ENCODING: &[u8] = b"forgehand-environment-key/1";
+const ENCODING: &[u8] = b"forgehand-environment-key/2";
 
 /// What the key is computed from, besides the inputs' contents.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +93,8 @@ pub fn key(parts: &KeyParts<'_>, files: &dyn RepoFiles) -> Result<EnvKey, FilesE
     for path in inputs {
         hash.field(path.as_bytes());
         hash.optional(files.read(path, MAX_INPUT_BYTES)?.as_deref());
+        // A link input is its target (which is an input of its own too).
+        hash.optional(files.link(path).as_deref().map(str::as_bytes));
     }
     Ok(EnvKey(hex::encode(hash.0.finalize())))
 }

@@ -62,6 +62,10 @@ pub trait RepoFiles {
     fn read(&self, path: &str, max: u64) -> Result<Option<Vec<u8>>, FilesError>;
     /// Whether a regular file exists at `path`, for detection.
     fn exists(&self, path: &str) -> bool;
+    /// Whether a directory exists at `path`.
+    fn is_dir(&self, path: &str) -> bool;
+    /// The target of the symbolic link at `path`, as stored.
+    fn link(&self, path: &str) -> Option<String>;
 }
 
 /// The largest `.forgehand.toml` or `devcontainer.json` read.

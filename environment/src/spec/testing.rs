@@ -12,6 +12,8 @@ enum Entry {
     Huge(u64),
     /// A file whose reading fails.
     Broken,
+    /// A symbolic link, to this target.
+    Link(String),
 }
 
 #[derive(Default)]
@@ -31,6 +33,12 @@ impl MapFiles {
 
     pub fn with_bytes(mut self, path: &str, bytes: Vec<u8>) -> Self {
         self.files.insert(path.to_owned(), Entry::Bytes(bytes));
+        self
+    }
+
+    pub fn link(mut self, path: &str, target: &str) -> Self {
+        self.files
+            .insert(path.to_owned(), Entry::Link(target.to_owned()));
         self
     }
 
@@ -63,7 +71,7 @@ impl RepoFiles for MapFiles {
             max,
         };
         match self.files.get(path) {
-            None => Ok(None),
+            None | Some(Entry::Link(_)) => Ok(None),
             Some(Entry::Bytes(bytes)) if bytes.len() as u64 > max => Err(too_large()),
             Some(Entry::Bytes(bytes)) => Ok(Some(bytes.clone())),
             Some(Entry::Huge(size)) if *size > max => Err(too_large()),
@@ -78,6 +86,21 @@ impl RepoFiles for MapFiles {
     }
 
     fn exists(&self, path: &str) -> bool {
-        self.files.contains_key(path)
+        matches!(
+            self.files.get(path),
+            Some(Entry::Bytes(_) | Entry::Huge(_) | Entry::Broken)
+        )
+    }
+
+    fn is_dir(&self, path: &str) -> bool {
+        let prefix = format!("{path}/");
+        self.files.keys().any(|p| p.starts_with(&prefix))
+    }
+
+    fn link(&self, path: &str) -> Option<String> {
+        match self.files.get(path) {
+            Some(Entry::Link(target)) => Some(target.clone()),
+            _ => None,
+        }
     }
 }
