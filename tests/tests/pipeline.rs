@@ -202,7 +202,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n- Tests: `sh test.sh` passed\n\n<!-- forgehand:job:1 -->"
+        "✅ Opened #2: https://github.invalid/acme/demo/pull/2\n\n- Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox\n\n<!-- forgehand:job:1 -->"
     );
     let checks: Vec<(String, String, String)> = w.github.with(|s| {
         s.statuses
@@ -331,7 +331,7 @@ async fn a_labeled_gitea_issue_becomes_a_pull_request_too() {
     });
     assert_eq!(
         status,
-        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n\n- Tests: `sh test.sh` passed\n\n<!-- forgehand:job:1 -->"
+        "✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2\n\n- Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox\n\n<!-- forgehand:job:1 -->"
     );
     assert!(pr.body.contains("Closes #1"), "{}", pr.body);
     let (head, _) = pr.pull.unwrap();

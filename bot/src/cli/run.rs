@@ -527,7 +527,19 @@ fn first_line(text: &str) -> String {
 }
 
 /// The report for people: the diff, then what it cost.
+///
+/// The agent wrote the diff and the title, and the repository the rest:
+/// a terminal obeys the escape sequences they may hold (a title set, a
+/// line of the diff rewritten or hidden), so every control character but
+/// line breaks and tabs is shown escaped.
 pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    write_human(report, &mut text)?;
+    let text = String::from_utf8_lossy(&text);
+    out.write_all(forgehand_environment::text::printable(&text).as_bytes())
+}
+
+fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     if !report.diff.is_empty() {
         writeln!(out, "{}", report.diff.trim_end())?;
         writeln!(out)?;
@@ -565,4 +577,25 @@ pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io:
         writeln!(out, "transcript: {}", path.display())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Red-team round 2, N3: the agent's title and diff reached the
+    /// operator's terminal raw (a window title set, a diff line erased).
+    #[test]
+    fn what_the_agent_wrote_reaches_the_terminal_escaped() {
+        let mut report = RunReport::failed(None, None);
+        report.status = RunStatus::Succeeded;
+        report.title = Some("Fix\u{1b}]0;PWNED\u{7}".into());
+        report.diff = "+ok\n+hidden\u{1b}[1A\u{1b}[2K\r+shown\n".into();
+        let mut out = Vec::new();
+        print_human(&report, &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains(['\u{1b}', '\u{7}', '\r']), "{out:?}");
+        assert!(out.contains("succeeded: Fix\\u{1b}]0;PWNED\\u{7}"), "{out}");
+        assert!(out.contains("+hidden\\u{1b}[1A"), "{out}");
+    }
 }

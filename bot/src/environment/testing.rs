@@ -44,8 +44,10 @@ const MAX_REPORTED: usize = 50;
 impl Testing {
     /// The test commands among what the agent ran (the declared test
     /// command, or a known test runner), then the host's own runs. The
-    /// host's last run decides the result when there is one; else the
-    /// agent's last test command.
+    /// host's last run decides the result when there is one. Without one,
+    /// the agent's runs can say "failed" but never "passed": they ran in
+    /// its own sandbox, whose shell, `PATH` and files the model controls
+    /// (a `trap 'exit 0' EXIT` makes any run "pass").
     pub fn observed(agent: &[CommandRun], declared: Option<&str>, host: &[TestCommand]) -> Self {
         let mut commands: Vec<TestCommand> = agent
             .iter()
@@ -60,11 +62,11 @@ impl Testing {
             commands.drain(..commands.len() - MAX_REPORTED);
         }
         commands.extend(host.iter().cloned());
-        let decisive = host.last().or(commands.last());
-        let result = match decisive {
-            Some(c) if c.exit_code == 0 => TestResult::Passed,
-            Some(_) => TestResult::Failed,
-            None => TestResult::None,
+        let result = match (host.last(), commands.last()) {
+            (Some(c), _) if c.exit_code == 0 => TestResult::Passed,
+            (Some(_), _) => TestResult::Failed,
+            (None, Some(c)) if c.exit_code != 0 => TestResult::Failed,
+            (None, _) => TestResult::None,
         };
         Testing { commands, result }
     }
@@ -77,10 +79,13 @@ impl Testing {
             TestResult::Failed => out.push_str(
                 "**The last test run failed**: this pull request is a draft until it passes.\n\n",
             ),
-            TestResult::None => {
+            TestResult::None if self.commands.is_empty() => {
                 out.push_str("No test command was run: this change is untested.\n");
                 return out;
             }
+            TestResult::None => out.push_str(
+                "Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:\n\n",
+            ),
         }
         out.push_str("| Command | Run by | Exit status |\n| --- | --- | --- |\n");
         for c in &self.commands {
@@ -405,5 +410,17 @@ mod tests {
         let none = Testing::observed(&[ran("ls", 0)], None, &[]);
         assert_eq!(none.result, TestResult::None);
         assert!(none.to_markdown().contains("untested"));
+        // The agent's own runs never make a change "passed" (red-team
+        // round 2, N2: `trap 'exit 0' EXIT; pytest` reports 0 whatever
+        // the tests do); a failure it saw still counts.
+        let agent_only = Testing::observed(&[ran("pytest -q", 0)], None, &[]);
+        assert_eq!(agent_only.result, TestResult::None);
+        let md = agent_only.to_markdown();
+        assert!(
+            md.contains("untested") && md.contains("| `pytest -q` | agent | 0 |"),
+            "{md}"
+        );
+        let agent_failed = Testing::observed(&[ran("pytest -q", 1)], None, &[]);
+        assert_eq!(agent_failed.result, TestResult::Failed);
     }
 }

@@ -113,6 +113,11 @@ pub fn done(
                 command(&c.command),
                 c.exit_code
             ),
+            (TestResult::None, Some(c)) => format!(
+                "none run by Forgehand; the agent's {} exited {} in its own sandbox",
+                command(&c.command),
+                c.exit_code
+            ),
             _ => "nothing was run that tests the change".to_owned(),
         };
         if environment.is_none() {

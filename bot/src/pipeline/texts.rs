@@ -254,6 +254,30 @@ fn the_repositorys_text_in_the_status_comment() {
     ---
     <sub>Forgehand · Linux namespaces · 1 turns · $0.0000 · 1 s</sub>
     ");
+    // Without a run of Forgehand's, the agent's own says nothing passed.
+    let agent_only = Testing::observed(
+        &[CommandRun {
+            command: "trap 'exit 0' EXIT; sh test.sh".into(),
+            exit_code: 0,
+        }],
+        None,
+        &[],
+    );
+    assert_snapshot!(
+        status::done("https://forge/acme/widgets/pull/8", 8, false, None, Some(&agent_only)),
+        @r"
+    ✅ Opened #8: https://forge/acme/widgets/pull/8
+
+    - Tests: none run by Forgehand; the agent's `trap 'exit 0' EXIT; sh test.sh` exited 0 in its own sandbox
+    "
+    );
+    assert_snapshot!(agent_only.to_markdown(), @r"
+    Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:
+
+    | Command | Run by | Exit status |
+    | --- | --- | --- |
+    | `trap 'exit 0' EXIT; sh test.sh` | agent | 0 |
+    ");
     let mut forged = testing(0);
     forged.commands.last_mut().unwrap().command = "pytest`\n\n## ✅ All good".into();
     assert_snapshot!(
