@@ -215,6 +215,23 @@ fn the_repositorys_text_in_the_status_comment() {
     ```
     "
     );
+    let mut forged = testing(0);
+    forged.commands.last_mut().unwrap().command = "pytest`\n\n## ✅ All good".into();
+    assert_snapshot!(
+        status::done("https://forge/acme/widgets/pull/8", 8, false, None, Some(&forged)),
+        @r"
+    ✅ Opened #8: https://forge/acme/widgets/pull/8
+
+    - Tests: `` pytest` ## ✅ All good `` passed
+    "
+    );
+}
+
+/// Paths the agent chose and commands the agent ran, in the pull request
+/// and the status comment: code on one line; and the agent's own runs
+/// never make a change "passed".
+#[test]
+fn the_agents_paths_and_commands() {
     let hostile = "x` ![i](https://example.invalid/p.png) @maintainers `y".to_owned();
     let body = status::pull_request_body(&PullRequestBody {
         summary: "Done.",
@@ -278,16 +295,6 @@ fn the_repositorys_text_in_the_status_comment() {
     | --- | --- | --- |
     | `trap 'exit 0' EXIT; sh test.sh` | agent | 0 |
     ");
-    let mut forged = testing(0);
-    forged.commands.last_mut().unwrap().command = "pytest`\n\n## ✅ All good".into();
-    assert_snapshot!(
-        status::done("https://forge/acme/widgets/pull/8", 8, false, None, Some(&forged)),
-        @r"
-    ✅ Opened #8: https://forge/acme/widgets/pull/8
-
-    - Tests: `` pytest` ## ✅ All good `` passed
-    "
-    );
 }
 
 #[test]
