@@ -135,10 +135,10 @@ cmd_base() {
     local tmp; tmp="$(mktemp -d "$cache/.build.XXXXXX")"
     # shellcheck disable=SC2064
     trap "rm -rf --one-file-system '$tmp'" EXIT
-    local mirror="${DEBOOTSTRAP_MIRROR:-http://deb.debian.org/debian}"
+    local mirror; mirror="$("$repo/images/debian-mirror" "$suite")"
     echo "==> debootstrap $suite ($arch, minbase) with: $packages"
     debootstrap --variant=minbase --arch="$arch" --include="${packages// /,}" \
-      "$suite" "$tmp/root" "$mirror" >"$tmp/debootstrap.out" 2>&1 ||
+      "$suite" "$tmp/root" ${mirror:+"$mirror"} >"$tmp/debootstrap.out" 2>&1 ||
       { tail -n 30 "$tmp/debootstrap.out" >&2; die "debootstrap failed"; }
     rm -rf "$tmp/root"/var/lib/apt/lists/* "$tmp/root"/var/cache/apt/archives/*.deb "$tmp/root"/var/cache/apt/*.bin
     # As Debian's slim images: no manuals, translations or documentation
