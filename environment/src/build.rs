@@ -76,16 +76,24 @@ pub struct Built {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("installing the Debian packages failed ({status}):\n{output}")]
-    Packages { status: ExitStatus, output: String },
+    #[error("installing the Debian packages failed ({status}):\n{output}{refused}")]
+    Packages {
+        status: ExitStatus,
+        output: String,
+        refused: Refused,
+    },
     #[error(
         "the guest's apt sources have no package named {}: a name in `packages` is a \
          package's exact name (or a virtual package's), never a pattern",
         quoted(.0)
     )]
     UnknownPackages(Vec<String>),
-    #[error("the setup command failed ({status}):\n{output}")]
-    Setup { status: ExitStatus, output: String },
+    #[error("the setup command failed ({status}):\n{output}{refused}")]
+    Setup {
+        status: ExitStatus,
+        output: String,
+        refused: Refused,
+    },
     /// What the setup left cannot be kept (a path too long to copy).
     #[error(transparent)]
     Unkeepable(Unkeepable),
@@ -111,6 +119,37 @@ impl SetupError {
                 | SetupError::Setup { .. }
                 | SetupError::Unkeepable(_)
         )
+    }
+}
+
+/// What the egress proxy refused while a failed step ran: a setup that
+/// fails is most often one whose registry is missing from the allow-list,
+/// and its own output seldom names the host (an HTTP client says "403").
+#[derive(Debug, Default)]
+pub struct Refused(Vec<String>);
+
+impl Refused {
+    fn from_summary(summary: &Summary) -> Self {
+        // The host is the request's: escaped, as all the setup chose.
+        Refused(
+            summary
+                .refused()
+                .map(|r| printable(&r.to_string()).into_owned())
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        f.write_str("\nthe egress proxy refused (environment.allow_hosts lists the hosts it lets through):\n")?;
+        for line in &self.0 {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
     }
 }
 
@@ -375,6 +414,7 @@ async fn packages(
         return Err(SetupError::Packages {
             status: out.status,
             output: printed(&out),
+            refused: Refused::from_summary(egress),
         });
     }
     // The layer is what was extracted; apt's lists and downloads go.
@@ -429,6 +469,7 @@ async fn run_setup(
         return Err(SetupError::Setup {
             status: out.status,
             output: printed(&out),
+            refused: Refused::from_summary(egress),
         });
     }
     keep_additions_only(&scratch.path("workspace"), setup.base)

@@ -426,6 +426,35 @@ async fn a_package_name_apt_would_read_as_a_pattern_is_refused_by_name() {
     );
 }
 
+/// A setup that fails because a host is not allowed says which: the
+/// client's own message seldom names the host ("returned error: 403"), so
+/// the failure lists what the egress proxy refused, escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_setup_names_the_hosts_the_proxy_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    repository(
+        &repo,
+        &[(
+            ".forgehand.toml",
+            "[environment]\nsetup = \"curl -fsS --max-time 5 http://not-on-the-list.invalid/simple/ -o /dev/null\"\n",
+        )],
+    );
+    let env = [("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", "localhost".to_owned())];
+    let (ok, said) = tokio::task::block_in_place(|| env_build(dir.path(), &repo, &env));
+    assert!(!ok, "{said}");
+    assert!(said.contains("environment:setup"), "{said}");
+    let refused = said
+        .split("the egress proxy refused")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of what the proxy refused: {said}"));
+    assert!(
+        refused.contains("not-on-the-list.invalid:80")
+            && refused.contains("not in environment.allow_hosts"),
+        "{said}"
+    );
+}
+
 /// Red-team F5: a setup that leaves a tree deeper than the host's paths
 /// can hold (5,000 nested directories) made the host's copy into the
 /// cache fail as Forgehand's own fault (`infra`, retried), with the whole
