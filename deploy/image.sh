@@ -206,7 +206,7 @@ cmd_build() {
     trap "rm -rf '$context'" EXIT
     mkdir -p "$context/deploy/container" "$context/images" "$context/dist"
     cp "$here/container/"* "$context/deploy/container/"
-    cp "$repo/images/build-rootfs" "$repo/images/guest.packages" "$context/images/"
+    cp "$repo/images/build-rootfs" "$repo/images/debian-mirror" "$repo/images/guest.packages" "$context/images/"
     # Debug symbols are most of a binary's size and nothing in the image reads them.
     strip -o "$context/dist/forgehand" "$binary" 2>/dev/null || cp "$binary" "$context/dist/forgehand"
     args+=(--target runtime-offline --build-arg "BASE=$base_image")
