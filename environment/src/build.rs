@@ -32,7 +32,7 @@ use crate::cache::{self, Building, CacheError, EnvCache, EnvInfo, InUse};
 use crate::egress::{Egress, Policy, PolicyError, Summary};
 use crate::keep::{self, CheckError, Unkeepable};
 use crate::spec::{Declared, EnvKey};
-use crate::text::printable;
+use forgehand_text::printable;
 
 /// The port the proxy is reached at, on the sandbox's own loopback.
 pub const PROXY_PORT: u16 = 3128;

@@ -13,7 +13,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::text::one_line;
+use forgehand_text::one_line;
 
 /// The longest path (from a layer's root) an environment may hold:
 /// `PATH_MAX` less a kilobyte for the cache's, a build's or a job's

@@ -19,4 +19,3 @@ pub mod egress;
 pub mod hosts;
 pub mod keep;
 pub mod spec;
-pub mod text;

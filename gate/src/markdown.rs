@@ -3,12 +3,6 @@
 //! as markup, so that it cannot close what holds it, imitate the bot's
 //! own lines, mention people or load images.
 
-/// `c` is shown as its escape: control characters (C0, DEL, C1) and the
-/// bidirectional controls that reorder what a reader sees.
-fn hidden(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 fn escaped(c: char, out: &mut String) {
     out.extend(c.escape_unicode());
 }
@@ -27,7 +21,7 @@ pub fn one_line(s: &str) -> String {
             out.push(' ');
             space = false;
         }
-        if hidden(c) {
+        if forgehand_text::is_hidden(c) {
             escaped(c, &mut out);
         } else {
             out.push(c);
@@ -71,7 +65,7 @@ pub fn code(s: &str) -> String {
 pub fn fenced(text: &str) -> String {
     let mut body = String::with_capacity(text.len());
     for c in text.chars() {
-        if hidden(c) && c != '\n' && c != '\t' {
+        if forgehand_text::is_hidden(c) && c != '\n' && c != '\t' {
             escaped(c, &mut body);
         } else {
             body.push(c);

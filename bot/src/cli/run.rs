@@ -536,7 +536,7 @@ pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io:
     let mut text = Vec::new();
     write_human(report, &mut text)?;
     let text = String::from_utf8_lossy(&text);
-    out.write_all(forgehand_environment::text::printable(&text).as_bytes())
+    out.write_all(forgehand_text::printable(&text).as_bytes())
 }
 
 fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {

@@ -6,7 +6,7 @@ use std::fmt;
 
 use super::package::PackageNameError;
 use super::DevcontainerPath;
-use crate::text::one_line;
+use forgehand_text::one_line;
 
 /// Reading the base commit's files failed. A path may be one the setup
 /// command names (a lockfile it reads), the repository's text: shown on

@@ -268,7 +268,7 @@ pub fn shown(rel: &Path) -> String {
     let mut out = String::new();
     for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
         for c in chunk.valid().chars() {
-            if c == '\\' || c.is_control() {
+            if c == '\\' || forgehand_text::is_hidden(c) {
                 out.extend(c.escape_default());
             } else {
                 out.push(c);

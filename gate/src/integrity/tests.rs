@@ -727,6 +727,16 @@ fn names_that_are_not_utf8_stay_apart() {
     assert_eq!(shown(Path::new("a\nb\\c")), "a\\nb\\\\c");
 }
 
+/// Red-team round 3, M4: a path's bidirectional override and marks
+/// reorder how a report reads (`gpj.exe` shown as `exe.jpg`).
+#[test]
+fn a_paths_bidirectional_controls_are_shown_escaped() {
+    assert_eq!(
+        shown(Path::new("x\u{202e}gpj.exe\u{200f}\u{2028}")),
+        "x\\u{202e}gpj.exe\\u{200f}\\u{2028}"
+    );
+}
+
 #[test]
 fn the_walk_and_the_records_are_capped_and_fail_closed() {
     let repo = Repo::new();

@@ -1,7 +1,7 @@
-//! Text a repository chose, made safe to show: what its setup printed and
-//! the names in its declaration reach the operator's terminal
-//! (`forgehand env build`, `forgehand run`), the log and the status
-//! comment. A terminal obeys escape sequences (a title set, the screen
+//! Text from outside made safe to show: what a repository's setup
+//! printed, the names in its declaration, the agent's diff and words reach
+//! the operator's terminal (`forgehand env build`, `forgehand run`), the
+//! log and the bot's Markdown. A terminal obeys escape sequences (a title set, the screen
 //! cleared, a line rewritten by a carriage return) and a bidirectional
 //! control reorders what a reader sees; none of them may pass raw.
 //!
@@ -13,28 +13,40 @@ use std::borrow::Cow;
 /// `text` with every control character escaped but the line breaks and
 /// tabs that make output readable: C0 controls (a carriage return too,
 /// unless it ends a line as `\r\n`, which becomes `\n`), DEL, the C1
-/// controls and the Unicode bidirectional controls.
+/// controls and the Unicode bidirectional controls ([`is_hidden`]).
 pub fn printable(text: &str) -> Cow<'_, str> {
-    escaped(text, |c| !matches!(c, '\n' | '\t') && is_unsafe(c), true)
+    escaped(text, |c| !matches!(c, '\n' | '\t') && is_hidden(c), true)
 }
 
 /// `text` on one line: every control character escaped, line breaks and
 /// tabs included. For names (a key, a path) shown inside a sentence.
 ///
 /// A backslash is left as it is, so that escaping twice (a parser's
-/// message quoting a [`Problem`](crate::spec::Problem) already shown) is
+/// message quoting a problem already shown) is
 /// escaping once; a name that spells `\n` out reads like one holding a
 /// line break, which is harmless once neither can break the line.
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    escaped(text, is_unsafe, false)
+    escaped(text, is_hidden, false)
 }
 
 /// Whether `c` changes how a terminal or a reader sees the text around
-/// it: C0, DEL and C1 controls (`char::is_control`), and the explicit
-/// bidirectional embeddings, overrides and isolates (U+202A–U+202E,
-/// U+2066–U+2069).
-fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+/// it, and so is shown as its escape: C0, DEL and C1 controls
+/// (`char::is_control`); the bidirectional embeddings, overrides and
+/// isolates (U+202A–U+202E, U+2066–U+2069) and marks (U+200E, U+200F,
+/// U+061C), which reorder a line; the line and paragraph separators
+/// (U+2028, U+2029), which some viewers break a line at.
+pub fn is_hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{202a}'..='\u{202e}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200e}'
+                | '\u{200f}'
+                | '\u{061c}'
+                | '\u{2028}'
+                | '\u{2029}'
+        )
 }
 
 fn escaped(text: &str, escape: impl Fn(char) -> bool, crlf_is_newline: bool) -> Cow<'_, str> {
@@ -72,7 +84,7 @@ mod tests {
         );
         assert!(!shown
             .chars()
-            .any(|c| c != '\n' && c != '\t' && is_unsafe(c)));
+            .any(|c| c != '\n' && c != '\t' && is_hidden(c)));
         // Plain text is not copied.
         assert!(matches!(
             printable("npm ci\nadded 3 packages\n"),
@@ -82,12 +94,24 @@ mod tests {
         assert_eq!(printable("C:\\x \\u{1b}"), "C:\\x \\u{1b}");
     }
 
+    /// Red-team round 3, M4: the bidirectional marks and the Unicode line
+    /// separators passed raw.
+    #[test]
+    fn bidi_marks_and_unicode_line_separators_are_escaped() {
+        let raw = "a\u{200e}b\u{200f}c\u{61c}d\u{2028}e\u{2029}f";
+        let shown = "a\\u{200e}b\\u{200f}c\\u{61c}d\\u{2028}e\\u{2029}f";
+        assert_eq!(printable(raw), shown);
+        assert_eq!(one_line(raw), shown);
+        // Joiners are not controls: an emoji sequence stays whole.
+        assert_eq!(printable("👩\u{200d}💻"), "👩\u{200d}💻");
+    }
+
     #[test]
     fn one_line_escapes_line_breaks_and_tabs_too_and_twice_is_once() {
         let key = "bogus\u{1b}[31mRED\n## Testing\t\r\u{202e}";
         let shown = one_line(key);
         assert_eq!(shown, "bogus\\u{1b}[31mRED\\n## Testing\\t\\r\\u{202e}");
-        assert!(!shown.chars().any(is_unsafe));
+        assert!(!shown.chars().any(is_hidden));
         assert_eq!(one_line(&shown), shown);
         assert_eq!(one_line("packages"), "packages");
     }
