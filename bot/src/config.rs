@@ -147,6 +147,52 @@ pub enum ConfigError {
     Invalid(Vec<String>),
 }
 
+/// The keys where `written` holds a number with a fraction and the typed
+/// configuration (`typed`, serialised) a whole number: each a problem
+/// naming the key and what was written.
+fn fractions_rounded(written: &serde_json::Value, typed: &serde_json::Value) -> Vec<String> {
+    fn walk(
+        written: &serde_json::Value,
+        typed: &serde_json::Value,
+        path: &mut Vec<String>,
+        out: &mut Vec<String>,
+    ) {
+        use serde_json::Value;
+        match (written, typed) {
+            (Value::Object(w), Value::Object(t)) => {
+                for (key, value) in w {
+                    if let Some(typed) = t.get(key) {
+                        path.push(key.clone());
+                        walk(value, typed, path, out);
+                        path.pop();
+                    }
+                }
+            }
+            // An environment variable is written as a string.
+            (Value::Number(_) | Value::String(_), Value::Number(t)) if !t.is_f64() => {
+                let number = match written {
+                    Value::String(s) => s.trim().parse::<f64>().ok(),
+                    _ => written.as_f64(),
+                };
+                if number.is_some_and(|n| n.fract() != 0.0) {
+                    let w = match written {
+                        Value::String(s) => s.clone(),
+                        _ => written.to_string(),
+                    };
+                    out.push(format!(
+                        "{}: expected a whole number, got {w}",
+                        path.join(".")
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(written, typed, &mut Vec::new(), &mut out);
+    out
+}
+
 impl Config {
     /// The address that credits `login` as co-author of a commit on
     /// `forge`: the forge's own no-reply address for that user.
@@ -197,7 +243,17 @@ impl Config {
                 .separator("__")
                 .source(Some(overlay)),
         );
-        let mut config: Config = builder.build()?.try_deserialize()?;
+        let built = builder.build()?;
+        // What was written, numbers as written: the typed read rounds a
+        // fraction given for a whole number (0.4 hours became 0, "never").
+        let written: serde_json::Value = built.clone().try_deserialize()?;
+        let mut config: Config = built.try_deserialize()?;
+        let typed = serde_json::to_value(&config)
+            .map_err(|e| ConfigError::Invalid(vec![format!("the configuration: {e}")]))?;
+        let rounded = fractions_rounded(&written, &typed);
+        if !rounded.is_empty() {
+            return Err(ConfigError::Invalid(rounded));
+        }
         // A GitHub App that `forgehand setup github` created and stored is
         // used when the configuration names no other credential.
         crate::github_app::adopt(&mut config.github)

@@ -66,6 +66,9 @@ impl Default for EnvironmentConfig {
     }
 }
 
+/// The longest `environment.max_age_hours`: ten years.
+const MAX_AGE_HOURS: u64 = 24 * 365 * 10;
+
 impl EnvironmentConfig {
     pub fn setup_timeout(&self) -> Duration {
         Duration::from_secs(self.setup_timeout_secs)
@@ -74,7 +77,10 @@ impl EnvironmentConfig {
     /// How long a kept environment is reused; `None`: until its key
     /// changes.
     pub fn max_age(&self) -> Option<Duration> {
-        (self.max_age_hours > 0).then(|| Duration::from_secs(self.max_age_hours * 3600))
+        // Bounded by validation; saturating all the same, as a
+        // configuration built in code is not validated.
+        (self.max_age_hours > 0)
+            .then(|| Duration::from_secs(self.max_age_hours.saturating_mul(3600)))
     }
 
     /// The egress proxy's policy: the operator's hosts, the default ports,
@@ -126,6 +132,12 @@ impl EnvironmentConfig {
         }
         if self.disk_mib < 64 {
             problems.push("environment.disk_mib: must be at least 64".into());
+        }
+        if self.max_age_hours > MAX_AGE_HOURS {
+            problems.push(format!(
+                "environment.max_age_hours: at most {MAX_AGE_HOURS} (ten years); 0 keeps an \
+                 environment until its key changes"
+            ));
         }
     }
 }

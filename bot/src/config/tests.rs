@@ -331,3 +331,64 @@ fn co_authors_get_their_own_forges_no_reply_address() {
         "carol@users.noreply.ghe.acme.test"
     );
 }
+
+/// Red-team round 3, M3: `max_age_hours = 0.4` was read as 0 ("never
+/// built again"), silently; every whole-number key rounded a fraction so.
+#[test]
+fn a_fraction_where_a_whole_number_is_expected_is_refused_by_key() {
+    let f = file(
+        "[environment]\nmax_age_hours = 0.4\n[queue]\nlease_secs = 2.5\n\
+         [agent]\nmax_dollars = 2.5\n",
+    );
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("environment.max_age_hours: expected a whole number, got 0.4"),
+        "{err}"
+    );
+    assert!(
+        err.contains("queue.lease_secs: expected a whole number, got 2.5"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("max_dollars"),
+        "a price may have cents: {err}"
+    );
+    // The same through the environment, where every value is a string.
+    let err = Config::load_from(
+        None,
+        env(&[("FORGEHAND_ENVIRONMENT__MAX_AGE_HOURS", "1.5")]),
+    )
+    .map(|c| c.environment.max_age_hours)
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("environment.max_age_hours") && err.contains("1.5"),
+        "{err}"
+    );
+    // Whole numbers, written either way, are whole numbers.
+    let f = file("[environment]\nmax_age_hours = 24.0\n[agent]\nmax_dollars = 2.5\n");
+    let c = Config::load_from(Some(f.path()), env(&[])).unwrap();
+    assert_eq!(c.environment.max_age_hours, 24);
+    assert_eq!(c.agent.max_dollars, 2.5);
+}
+
+/// Red-team round 3, M3: a huge `max_age_hours` passed check-config and
+/// then overflowed when turned into a duration.
+#[test]
+fn max_age_hours_is_bounded_and_its_duration_cannot_overflow() {
+    let f = file("[environment]\nmax_age_hours = 5124095576030432\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("environment.max_age_hours: at most 87600"),
+        "{err}"
+    );
+    let c = EnvironmentConfig {
+        max_age_hours: u64::MAX,
+        ..EnvironmentConfig::default()
+    };
+    assert!(c.max_age().is_some());
+}
