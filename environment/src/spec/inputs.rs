@@ -80,23 +80,28 @@ pub(super) fn inputs(
 
 /// The files the setup line names, and the files those name in turn (a
 /// `setup.sh` that runs `tools/install.sh`), through at most
-/// [`MAX_SCRIPTS`] files read. A word is looked up from the root, from
-/// the naming file's directory, and from each directory the same text
-/// names (`cd tools && sh install.sh`, `make -C web`), whose lockfiles
-/// and manifests are inputs too; a link is an input and so is what it
-/// points to; `make` names its Makefile (and `just`, `task`, `rake`,
-/// `tox`, `nox`, `invoke` theirs); `node lib/main` names `lib/main.js`.
-/// Listing a file that is not run costs a rebuild when it changes;
-/// missing one that is run would reuse an environment that no longer
-/// matches its base. What a script reads without naming it (an import, a
-/// glob, a variable) is not followed: docs/environments.md says so.
+/// [`MAX_SCRIPTS`] files read. Each word is resolved as the sandbox
+/// would resolve it ([`Found::resolve`]: `/workspace/…` is the
+/// repository, `..` and links in any component as the kernel walks them,
+/// shell quoting honoured), from the root, from the naming file's
+/// directory, and from each directory the same text names (`cd tools &&
+/// cd sub && sh install.sh`, `make -C web`), whose lockfiles and
+/// manifests are inputs too; a link is an input and so is what it points
+/// to; `make` names its Makefile (and `just`, `task`, `rake`, `tox`,
+/// `nox`, `invoke` theirs); `node lib/main` names `lib/main.js`, `node
+/// lib` its `index.js` and its `package.json`'s `main`; `python3 -m
+/// tools.install` names `tools/install.py`. Listing a file that is not
+/// run costs a rebuild when it changes; missing one that is run would
+/// reuse an environment that no longer matches its base. What a script
+/// reads without naming it (an import, a glob, a variable) is not
+/// followed: docs/environments.md says so.
 fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, FilesError> {
     let mut found = Found {
         files,
         paths: BTreeSet::new(),
         queue: VecDeque::new(),
     };
-    found.look("", setup);
+    found.look("", setup)?;
     let mut read = 0;
     while let Some(path) = found.queue.pop_front() {
         if read == MAX_SCRIPTS {
@@ -111,7 +116,7 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         };
         read += 1;
         let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
-        found.look(&dir, &text);
+        found.look(&dir, &text)?;
     }
     Ok(found.paths)
 }
@@ -119,15 +124,35 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
 /// Directories a text names that its words are also looked up from, at
 /// most.
 const MAX_BASES: usize = 16;
-/// Links followed from one name, at most.
+/// Links followed while resolving one name, at most (the kernel's bound
+/// is 40; a setup's paths need few).
 const MAX_LINKS: usize = 8;
+
+/// Where the sandbox holds the repository, and the setup's home.
+const WORKSPACE: &str = "workspace";
+const HOME: &str = "/home/agent";
 
 /// What a program reads without being told: `make` its Makefile.
 const IMPLICIT: &[(&str, &[&str])] = &[
     ("make", &["Makefile", "makefile", "GNUmakefile"]),
     ("just", &["justfile", "Justfile", ".justfile"]),
-    ("task", &["Taskfile.yml", "Taskfile.yaml"]),
-    ("rake", &["Rakefile"]),
+    (
+        "task",
+        &[
+            "Taskfile.yml",
+            "taskfile.yml",
+            "Taskfile.yaml",
+            "taskfile.yaml",
+            "Taskfile.dist.yml",
+            "taskfile.dist.yml",
+            "Taskfile.dist.yaml",
+            "taskfile.dist.yaml",
+        ],
+    ),
+    (
+        "rake",
+        &["Rakefile", "rakefile", "Rakefile.rb", "rakefile.rb"],
+    ),
     ("tox", &["tox.ini"]),
     ("nox", &["noxfile.py"]),
     ("invoke", &["tasks.py"]),
@@ -136,6 +161,18 @@ const IMPLICIT: &[(&str, &[&str])] = &[
 
 /// Extensions tried for a name that is not a file (`node lib/main`).
 const EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".py", ".sh"];
+
+/// What runs when a directory is named as a program (`node lib`,
+/// `python3 -m tools`, `python3 tools`).
+const DIRECTORY_ENTRIES: &[&str] = &[
+    "index.js",
+    "index.mjs",
+    "index.cjs",
+    "index.ts",
+    "package.json",
+    "__main__.py",
+    "__init__.py",
+];
 
 struct Found<'f> {
     files: &'f dyn RepoFiles,
@@ -146,88 +183,325 @@ struct Found<'f> {
 
 impl Found<'_> {
     /// Looks up the words of `text`, a file in `dir` (or the setup line).
-    fn look(&mut self, dir: &str, text: &str) {
-        let words: Vec<&str> = words(text).take(MAX_MENTIONED).collect();
+    fn look(&mut self, dir: &str, text: &str) -> Result<(), FilesError> {
+        let words: Vec<String> = words(text).take(MAX_MENTIONED).collect();
         let mut bases: Vec<String> = vec![String::new()];
         if !dir.is_empty() {
             bases.push(dir.to_owned());
         }
+        // Every directory a word names from a base already known is a base
+        // too, in the text's order: a `cd` chain is followed, and `cd -` or
+        // a subshell's return lands on a base already there.
         for word in &words {
-            for base in [String::new(), dir.to_owned()] {
-                let Some(path) = normalize(&base, word) else {
-                    continue;
-                };
-                if bases.len() < MAX_BASES && !bases.contains(&path) && self.files.is_dir(&path) {
-                    bases.push(path);
+            let mut at = 0;
+            while at < bases.len() && bases.len() < MAX_BASES {
+                if let Some(path) = self.resolve(&bases[at], word) {
+                    if !bases.contains(&path) && self.files.is_dir(&path) {
+                        bases.push(path);
+                    }
                 }
+                at += 1;
             }
         }
-        for base in &bases {
-            if !base.is_empty() {
-                for known in KNOWN {
-                    self.add(&format!("{base}/{known}"));
-                }
+        for base in bases.iter().filter(|base| !base.is_empty()) {
+            for known in KNOWN {
+                self.add_file(&format!("{base}/{known}"));
             }
         }
         for word in &words {
             for base in &bases {
-                if let Some((_, names)) = IMPLICIT.iter().find(|(program, _)| program == word) {
+                if let Some((_, names)) = IMPLICIT
+                    .iter()
+                    .find(|(program, _)| *program == word.as_str())
+                {
                     for name in *names {
-                        self.add(&normalize(base, name).unwrap_or_default());
+                        if let Some(path) = self.resolve(base, name) {
+                            self.add_file(&path);
+                        }
                     }
                 }
-                let Some(path) = normalize(base, word) else {
-                    continue;
-                };
-                if !self.add(&path) && !path.contains('.') {
-                    for extension in EXTENSIONS {
-                        self.add(&format!("{path}{extension}"));
-                    }
-                }
+                self.add_named(base, word)?;
             }
         }
+        Ok(())
     }
 
-    /// Adds `path` when it is a file or a link (and what the link points
-    /// to); whether it was either.
-    fn add(&mut self, path: &str) -> bool {
-        let mut path = path.to_owned();
-        for _ in 0..MAX_LINKS {
-            if self.paths.contains(&path) {
-                return true;
+    /// Adds what `word`, read from `base`, names: a file; a directory's
+    /// entry points; a name without its extension; a dotted module.
+    fn add_named(&mut self, base: &str, word: &str) -> Result<(), FilesError> {
+        let Some(path) = self.resolve(base, word) else {
+            return Ok(());
+        };
+        if self.add_file(&path) || path.is_empty() {
+            return Ok(());
+        }
+        if self.files.is_dir(&path) {
+            return self.add_entries(&path);
+        }
+        if !word.contains('/') && is_dotted_module(word) {
+            let module = word.replace('.', "/");
+            if let Some(module) = self.resolve(base, &module) {
+                if !self.add_file(&format!("{module}.py")) && self.files.is_dir(&module) {
+                    self.add_entries(&module)?;
+                }
             }
-            if self.files.exists(&path) {
-                self.paths.insert(path.clone());
-                self.queue.push_back(path);
-                return true;
-            }
-            let Some(target) = self.files.link(&path) else {
-                return false;
-            };
-            self.paths.insert(path.clone());
-            let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-            // A link out of the repository names nothing in it.
-            match normalize(dir, &target) {
-                Some(next) => path = next,
-                None => return true,
+            return Ok(());
+        }
+        if !path.rsplit('/').next().unwrap_or(&path).contains('.') {
+            for extension in EXTENSIONS {
+                if let Some(with) = self.resolve(base, &format!("{word}{extension}")) {
+                    self.add_file(&with);
+                }
             }
         }
-        true
+        Ok(())
+    }
+
+    /// The files that run when the directory `dir` is named as a program,
+    /// and the `main` its `package.json` names.
+    fn add_entries(&mut self, dir: &str) -> Result<(), FilesError> {
+        for entry in DIRECTORY_ENTRIES {
+            if let Some(path) = self.resolve(dir, entry) {
+                self.add_file(&path);
+            }
+        }
+        let Some(manifest) = self.resolve(dir, "package.json") else {
+            return Ok(());
+        };
+        let Some(text) = read_text(self.files, &manifest)? else {
+            return Ok(());
+        };
+        let main = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("main")?.as_str().map(str::to_owned));
+        if let Some(main) = main {
+            let manifest_dir = manifest.rsplit_once('/').map_or("", |(dir, _)| dir);
+            if let Some(path) = self.resolve(manifest_dir, &main) {
+                if !self.add_file(&path) {
+                    for extension in EXTENSIONS {
+                        self.add_file(&format!("{path}{extension}"));
+                    }
+                    if self.files.is_dir(&path) {
+                        for entry in &DIRECTORY_ENTRIES[..4] {
+                            self.add_file(&format!("{path}/{entry}"));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `path` when it is a regular file; whether it is one.
+    fn add_file(&mut self, path: &str) -> bool {
+        if path.is_empty() {
+            return false;
+        }
+        if self.paths.contains(path) {
+            return self.files.exists(path);
+        }
+        if self.files.exists(path) {
+            self.paths.insert(path.to_owned());
+            self.queue.push_back(path.to_owned());
+            return true;
+        }
+        false
+    }
+
+    /// `target`, named in the repository's directory `dir`, as the
+    /// sandbox resolves it: the path inside the repository it reaches
+    /// (`""` for the repository itself), or `None` when it leaves the
+    /// repository or cannot be told (a URL, a loop of links). The
+    /// repository is `/workspace` and the setup's home `/home/agent`
+    /// (`~`); `..` and links are taken component by component, as the
+    /// kernel walks a path, so `lnk/../x` and `/workspace/lnk/x` land
+    /// where they would. Each link passed through is an input: its target
+    /// is part of what runs.
+    fn resolve(&mut self, dir: &str, target: &str) -> Option<String> {
+        if target.is_empty() || target.contains("://") || target.contains('\\') {
+            return None;
+        }
+        let target = match target.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{HOME}{rest}"),
+            _ => target.to_owned(),
+        };
+        let mut done: Vec<String> = Vec::new();
+        if !target.starts_with('/') {
+            done.push(WORKSPACE.to_owned());
+            done.extend(dir.split('/').filter(|p| !p.is_empty()).map(str::to_owned));
+        }
+        let mut pending: VecDeque<String> = target
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .map(str::to_owned)
+            .collect();
+        let mut links = 0;
+        while let Some(part) = pending.pop_front() {
+            if part == "." {
+                continue;
+            }
+            if part == ".." {
+                done.pop();
+                continue;
+            }
+            done.push(part);
+            let Some(inside) = inside_repository(&done) else {
+                continue;
+            };
+            let Some(link) = self.files.link(&inside) else {
+                continue;
+            };
+            self.paths.insert(inside);
+            links += 1;
+            if links > MAX_LINKS {
+                return None;
+            }
+            done.pop();
+            if link.starts_with('/') {
+                done.clear();
+            }
+            for part in link.split('/').rev().filter(|p| !p.is_empty()) {
+                pending.push_front(part.to_owned());
+            }
+        }
+        inside_repository(&done)
     }
 }
 
-/// The words of a shell text that could be paths in the repository. A
-/// word `--opt=value` is looked at for its value. Words that expand (`$`,
-/// globs, `~`) are not guessed at.
-fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| c.is_whitespace() || ";&|<>()`".contains(c))
-        .map(|word| word.rsplit('=').next().unwrap_or(word))
-        .map(|word| word.trim_matches(|c| c == '\'' || c == '"'))
-        .filter(|word| {
-            !word.is_empty()
-                && !word.starts_with('-')
-                && !word.contains(['$', '*', '?', '[', '{', '~'])
+/// The path inside the repository of the absolute path `parts`, when it
+/// is under `/workspace`.
+fn inside_repository(parts: &[String]) -> Option<String> {
+    (parts.first()? == WORKSPACE).then(|| parts[1..].join("/"))
+}
+
+/// `tools.install`: a Python module's dotted name (`python3 -m`).
+fn is_dotted_module(word: &str) -> bool {
+    word.contains('.')
+        && word.split('.').all(|part| {
+            part.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         })
+}
+
+/// The words of a shell text that could be paths in the repository, as
+/// the shell splits them: quotes group (`"sp ace.sh"`), a backslash
+/// escapes the next character (`sp\ ace.sh`), and `;&|<>()` and backquotes
+/// separate. A quoted word is looked into too (`bash -c 'cd tools && sh
+/// install.sh'`). A word `--opt=value` is looked at for its value. `~`,
+/// `$HOME` and `${HOME}` at a word's start are the setup's home, `$PWD` and
+/// `${PWD}` the directory it is in; an absolute path is also tried from
+/// the repository (`$(pwd)/tools/x.sh` leaves `/tools/x.sh`). Other words
+/// that expand (`$`, globs) are not guessed at.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut all = Vec::new();
+    collect_words(text, 0, &mut all);
+    all.into_iter()
+}
+
+/// How deep quoted words are looked into.
+const MAX_QUOTING: usize = 3;
+
+fn collect_words(text: &str, depth: usize, out: &mut Vec<String>) {
+    for (word, expands) in split_words(text) {
+        if depth < MAX_QUOTING
+            && word.contains(|c: char| c.is_whitespace() || ";&|<>()`".contains(c))
+        {
+            collect_words(&word, depth + 1, out);
+        }
+        let word = match word.rsplit_once('=') {
+            Some((_, value)) => value.to_owned(),
+            None => word,
+        };
+        let word = [
+            ("$HOME", HOME),
+            ("${HOME}", HOME),
+            ("$PWD", "."),
+            ("${PWD}", "."),
+        ]
+        .iter()
+        .find_map(|(variable, value)| {
+            let rest = word.strip_prefix(variable)?;
+            (rest.is_empty() || rest.starts_with('/')).then(|| format!("{value}{rest}"))
+        })
+        .unwrap_or(word);
+        let unguessable = expands && word.contains(['$', '*', '?', '[', '{']);
+        if word.is_empty() || word.starts_with('-') || unguessable {
+            continue;
+        }
+        if let Some(relative) = word.strip_prefix('/') {
+            let elsewhere = !relative.starts_with(WORKSPACE) && !word.starts_with(HOME);
+            if elsewhere && !relative.is_empty() {
+                out.push(relative.to_owned());
+            }
+        }
+        out.push(word);
+    }
+}
+
+/// Splits `text` into words, each with whether an unquoted (or
+/// double-quoted) part of it could expand.
+fn split_words(text: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut expands = false;
+    let mut started = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    if next != '\n' {
+                        word.push(next);
+                    }
+                }
+                started = true;
+            }
+            '\'' => {
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    word.push(c);
+                }
+                started = true;
+            }
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(next) = chars.next() {
+                                word.push(next);
+                            }
+                        }
+                        c => {
+                            expands |= matches!(c, '$' | '`');
+                            word.push(c);
+                        }
+                    }
+                }
+                started = true;
+            }
+            c if c.is_whitespace() || ";&|<>()`".contains(c) => {
+                if started {
+                    out.push((std::mem::take(&mut word), expands));
+                }
+                expands = false;
+                started = false;
+            }
+            c => {
+                expands |= matches!(c, '$' | '*' | '?' | '[' | '{');
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        out.push((word, expands));
+    }
+    out
 }
 
 /// Whether `path` is a pip requirement file, by the usual names
@@ -439,6 +713,134 @@ sh tools/install.sh
                 "web/package-lock.json"
             ],
             "a directory named is where later words are looked up, and its lockfiles are inputs"
+        );
+    }
+
+    /// The third red-team round's bypasses (M1): names the sandbox
+    /// resolves into the repository by an absolute path, `..`, `~`, a
+    /// chain of `cd`s, a linked directory, or quoting; a directory or a
+    /// module run as a program. Each case is the script a setup runs,
+    /// which the key must cover.
+    #[test]
+    fn names_resolve_as_the_sandbox_resolves_them() {
+        let files = MapFiles::new()
+            .with("tools/install.sh", "echo\n")
+            .with("tools/sub/install.sh", "echo\n")
+            .with("tools/Makefile", "deps:\n")
+            .link("lnk", "tools")
+            .link("abs.sh", "/workspace/tools/install.sh")
+            .with("sp ace.sh", "echo\n");
+        let cases: &[(&str, &[&str])] = &[
+            ("sh /workspace/tools/install.sh", &["tools/install.sh"]),
+            (
+                "cd /workspace/tools && sh install.sh",
+                &["tools/install.sh"],
+            ),
+            ("make -s -C /workspace/tools deps", &["tools/Makefile"]),
+            ("sh abs.sh", &["abs.sh", "tools/install.sh"]),
+            ("sh ../workspace/tools/install.sh", &["tools/install.sh"]),
+            (
+                "cd ../workspace/tools && sh install.sh",
+                &["tools/install.sh"],
+            ),
+            (
+                "sh ~/../../workspace/tools/install.sh",
+                &["tools/install.sh"],
+            ),
+            (
+                "sh $HOME/../../workspace/tools/install.sh",
+                &["tools/install.sh"],
+            ),
+            (
+                "cd tools && cd sub && sh install.sh",
+                &["tools/install.sh", "tools/sub/install.sh"],
+            ),
+            (
+                "cd tools/sub && cd .. && sh install.sh",
+                &["tools/install.sh", "tools/sub/install.sh"],
+            ),
+            ("sh lnk/install.sh", &["lnk", "tools/install.sh"]),
+            ("cd lnk && sh install.sh", &["lnk", "tools/install.sh"]),
+            (
+                "sh lnk/../tools/sub/install.sh",
+                &["lnk", "tools/sub/install.sh"],
+            ),
+            ("sh \"sp ace.sh\"", &["sp ace.sh"]),
+            ("sh ./sp\\ ace.sh", &["sp ace.sh"]),
+            ("sh 'sp ace.sh'", &["sp ace.sh"]),
+            (
+                "bash -c 'pushd tools >/dev/null && sh install.sh'",
+                &["tools/install.sh"],
+            ),
+            ("sh $PWD/tools/install.sh", &["tools/install.sh"]),
+            ("sh \"$(pwd)/tools/install.sh\"", &["tools/install.sh"]),
+        ];
+        for (setup, expected) in cases {
+            let found = inputs(&files, Some(setup)).unwrap();
+            assert_eq!(found, *expected, "{setup}");
+        }
+    }
+
+    #[test]
+    fn a_directory_or_a_module_run_as_a_program_names_what_runs() {
+        let files = MapFiles::new()
+            .with("lib/index.js", "x\n")
+            .with("lib/main/index.js", "x\n")
+            .with(
+                "lib/pkg/package.json",
+                r#"{"name": "p", "main": "dist/start"}"#,
+            )
+            .with("lib/pkg/dist/start.js", "x\n")
+            .with("tools/__main__.py", "x\n")
+            .with("tools/install.py", "x\n")
+            .with("rakefile", "namespace :deps\n")
+            .with("Taskfile.dist.yml", "tasks:\n");
+        let cases: &[(&str, &[&str])] = &[
+            ("node lib", &["lib/index.js"]),
+            ("node lib/main", &["lib/main/index.js"]),
+            (
+                "node lib/pkg",
+                &["lib/pkg/dist/start.js", "lib/pkg/package.json"],
+            ),
+            ("python3 -m tools.install", &["tools/install.py"]),
+            ("python3 -m tools", &["tools/__main__.py"]),
+            ("rake deps", &["rakefile"]),
+            ("task deps", &["Taskfile.dist.yml"]),
+        ];
+        for (setup, expected) in cases {
+            let found = inputs(&files, Some(setup)).unwrap();
+            assert_eq!(found, *expected, "{setup}");
+        }
+    }
+
+    #[test]
+    fn words_are_split_as_the_shell_splits_them() {
+        let text =
+            "a\\ b 'c d' \"e f\" --x=g.txt ~/h $HOME/i ${HOME} $X/j *.k \"$Y\" '$z' $PWD/l /m/n";
+        let words: Vec<String> = words(text).collect();
+        // A word that holds a space is looked into too: it may be a
+        // command (`bash -c '…'`).
+        assert_eq!(
+            words,
+            [
+                "a",
+                "b",
+                "a b",
+                "c",
+                "d",
+                "c d",
+                "e",
+                "f",
+                "e f",
+                "g.txt",
+                "~/h",
+                "/home/agent/i",
+                "/home/agent",
+                "$z",
+                "./l",
+                "m/n",
+                "/m/n"
+            ]
         );
     }
 
