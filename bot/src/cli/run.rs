@@ -279,7 +279,8 @@ pub(crate) async fn local_environment(
     let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
     let root = root_commit(&source.repo)?;
     let repository = format!("local:{root}");
-    let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"));
+    let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"))
+        .with_limits(config.git.checkout_limits(config.sandbox.disk_mib));
     let handle = tokio::runtime::Handle::current();
     let give = |tree: &Path| {
         tokio::task::block_in_place(|| handle.block_on(backend.prepare_for_sandbox(tree)))

@@ -81,6 +81,17 @@ impl GitConfig {
         }
     }
 
+    /// How large a commit the shared checkouts write: each file up to
+    /// `max_file_mib` (GitHub refuses larger files too), all of them up to
+    /// what the gate reads of a tree.
+    pub fn checkout_limits(&self, disk_mib: u64) -> forgehand_forge::git::CheckoutLimits {
+        let tree = self.tree_limits(disk_mib);
+        forgehand_forge::git::CheckoutLimits {
+            max_file_bytes: tree.max_file_bytes,
+            max_total_bytes: tree.max_total_bytes,
+        }
+    }
+
     /// What marks a branch as the bot's: `forgehand/` by default.
     pub fn branch_prefix(&self) -> &str {
         let end = self.branch_pattern.find('{').unwrap_or(0);

@@ -27,10 +27,33 @@ use git2::{Oid, Repository};
 
 use super::transport;
 
-/// Where the shared checkouts live.
+/// Where the shared checkouts live, and how large a commit they check
+/// out.
 #[derive(Debug, Clone)]
 pub struct Checkouts {
     root: PathBuf,
+    limits: CheckoutLimits,
+}
+
+/// What a checkout may hold, measured from the objects' headers before a
+/// file is written: libgit2 holds each file whole in memory while it
+/// writes it, and a blob of zeros that compresses to a few megabytes
+/// would cost the host gigabytes of memory and disk.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckoutLimits {
+    /// One file, at most.
+    pub max_file_bytes: u64,
+    /// All files together, at most.
+    pub max_total_bytes: u64,
+}
+
+impl Default for CheckoutLimits {
+    fn default() -> Self {
+        CheckoutLimits {
+            max_file_bytes: u64::MAX,
+            max_total_bytes: u64::MAX,
+        }
+    }
 }
 
 /// A checkout in use: not removed while this lives.
@@ -60,6 +83,21 @@ pub enum CheckoutError {
         #[source]
         source: git2::Error,
     },
+    #[error("{path} is {size} bytes, more than the {max} bytes one checked-out file may have")]
+    FileTooLarge { path: String, size: u64, max: u64 },
+    #[error("the commit's files add up to more than the {max} bytes a checkout may have")]
+    TreeTooLarge { max: u64 },
+}
+
+impl CheckoutError {
+    /// Whether the commit is larger than the checkout may be: the
+    /// repository's, and no later attempt changes it.
+    pub fn is_too_large(&self) -> bool {
+        matches!(
+            self,
+            CheckoutError::FileTooLarge { .. } | CheckoutError::TreeTooLarge { .. }
+        )
+    }
 }
 
 fn at(path: &Path) -> impl FnOnce(io::Error) -> CheckoutError + '_ {
@@ -71,7 +109,16 @@ fn at(path: &Path) -> impl FnOnce(io::Error) -> CheckoutError + '_ {
 
 impl Checkouts {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Checkouts { root: root.into() }
+        Checkouts {
+            root: root.into(),
+            limits: CheckoutLimits::default(),
+        }
+    }
+
+    /// The same, checking out no commit larger than `limits`.
+    pub fn with_limits(mut self, limits: CheckoutLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The checkout of `commit` of the repository `key` (plain path
@@ -92,7 +139,7 @@ impl Checkouts {
         let making = open_lock(&parent.join(format!("{commit}.make")))?;
         flock(&making, libc::LOCK_EX).map_err(at(&dir))?;
         if !dir.join("ready").exists() {
-            make(repo, commit, &dir, prepare)?;
+            make(repo, commit, &dir, prepare, self.limits)?;
         }
         // In use from here: removed only when no job holds it.
         let using = open_lock(&parent.join(format!("{commit}.use")))?;
@@ -149,6 +196,7 @@ fn make(
     commit: Oid,
     dir: &Path,
     prepare: &dyn Fn(&Path) -> io::Result<()>,
+    limits: CheckoutLimits,
 ) -> Result<(), CheckoutError> {
     transport::isolate_from_host_config();
     let git = |source| CheckoutError::Git { commit, source };
@@ -174,6 +222,10 @@ fn make(
     .map_err(at(&alternates))?;
     // Read through the alternates: the objects are the mirror's.
     let tree = copy.find_commit(commit).map_err(git)?.tree().map_err(git)?;
+    measure(&copy, &tree, limits).map_err(|e| match e {
+        Measured::Git(source) => git(source),
+        Measured::Over(e) => e,
+    })?;
     copy.set_head_detached(commit).map_err(git)?;
     copy.checkout_tree(
         tree.as_object(),
@@ -189,6 +241,61 @@ fn make(
     drop(copy);
     let ready = dir.join("ready");
     std::fs::write(&ready, commit.to_string()).map_err(at(&ready))
+}
+
+enum Measured {
+    Git(git2::Error),
+    Over(CheckoutError),
+}
+
+/// Checks `tree` against `limits` by its objects' sizes, read from their
+/// headers: no file is inflated to be measured.
+fn measure(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    limits: CheckoutLimits,
+) -> Result<(), Measured> {
+    let odb = repo.odb().map_err(Measured::Git)?;
+    let mut total: u64 = 0;
+    let mut problem = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        // Files and links are written; submodules (commits) are not.
+        if entry.kind() != Some(git2::ObjectType::Blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        let size = match odb.read_header(entry.id()) {
+            Ok((size, _)) => size as u64,
+            Err(e) => {
+                problem = Some(Measured::Git(e));
+                return git2::TreeWalkResult::Abort;
+            }
+        };
+        if size > limits.max_file_bytes {
+            let name = String::from_utf8_lossy(entry.name_bytes());
+            problem = Some(Measured::Over(CheckoutError::FileTooLarge {
+                path: forgehand_text::one_line(&format!("{dir}{name}")).into_owned(),
+                size,
+                max: limits.max_file_bytes,
+            }));
+            return git2::TreeWalkResult::Abort;
+        }
+        total = total.saturating_add(size);
+        if total > limits.max_total_bytes {
+            problem = Some(Measured::Over(CheckoutError::TreeTooLarge {
+                max: limits.max_total_bytes,
+            }));
+            return git2::TreeWalkResult::Abort;
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .or_else(|e| {
+        if problem.is_some() {
+            Ok(())
+        } else {
+            Err(Measured::Git(e))
+        }
+    })?;
+    problem.map_or(Ok(()), Err)
 }
 
 fn open_lock(path: &Path) -> Result<File, CheckoutError> {
@@ -235,6 +342,52 @@ mod tests {
             .unwrap();
         drop(tree);
         (dir, repo, commit)
+    }
+
+    /// Red-team round 3, M2: a 1.2 GB file of zeros (a megabyte as a git
+    /// object) cost the host its size in memory as libgit2 checked it
+    /// out. A commit larger than the limits is refused from the objects'
+    /// headers, before any file is written.
+    #[test]
+    fn a_commit_past_the_limits_is_refused_before_anything_is_written() {
+        let big = "0".repeat(3000);
+        let (dir, repo, commit) = repo_with(&[
+            ("a.txt", "a\n"),
+            ("sub/big\u{1b}.bin", &big),
+            ("sub/c.txt", &big[..1500]),
+        ]);
+        let noop = |_: &Path| Ok(());
+        let root = dir.path().join("checkouts");
+        let limited = |max_file_bytes, max_total_bytes| {
+            Checkouts::new(&root).with_limits(CheckoutLimits {
+                max_file_bytes,
+                max_total_bytes,
+            })
+        };
+        let err = limited(2000, u64::MAX)
+            .ensure("k/o/r", &repo, commit, &noop)
+            .unwrap_err();
+        assert!(err.is_too_large(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "sub/big\\u{1b}.bin is 3000 bytes, more than the 2000 bytes one checked-out file may have"
+        );
+        let made = root.join("k/o/r").join(commit.to_string());
+        assert!(!made.join("tree/a.txt").exists() && !made.join("ready").exists());
+        let err = limited(3000, 4000)
+            .ensure("k/o/r", &repo, commit, &noop)
+            .unwrap_err();
+        assert!(
+            matches!(err, CheckoutError::TreeTooLarge { max: 4000 }),
+            "{err}"
+        );
+        let held = limited(3000, 4502)
+            .ensure("k/o/r", &repo, commit, &noop)
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(held.tree.join("a.txt")).unwrap(),
+            "a\n"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod publish;
 pub mod retry;
 pub mod transport;
 
-pub use checkout::{Checkout, CheckoutError, Checkouts};
+pub use checkout::{Checkout, CheckoutError, CheckoutLimits, Checkouts};
 pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
 pub use publish::{push_branch, push_branch_with, PushError, PushRequest};
 pub use retry::GitCall;

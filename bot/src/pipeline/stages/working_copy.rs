@@ -108,7 +108,11 @@ impl Pipeline {
         let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
         let fetching = Fetching {
             mirrors: MirrorCache::new(self.config.git.mirror_dir.clone()),
-            checkouts: Checkouts::new(self.config.git.work_dir.join("checkouts")),
+            checkouts: Checkouts::new(self.config.git.work_dir.join("checkouts")).with_limits(
+                self.config
+                    .git
+                    .checkout_limits(self.config.sandbox.disk_mib),
+            ),
             environments: self.environments.clone(),
             backend: self.backend.clone(),
             key,
@@ -123,12 +127,7 @@ impl Pipeline {
         let handle = tokio::runtime::Handle::current();
         let source = tokio::task::spawn_blocking(move || fetching.run(&handle))
             .await
-            .map_err(Failure::infra)?
-            .map_err(|(message, retryable)| Failure {
-                reason: Reason::ForgeError,
-                message,
-                retryable,
-            })?;
+            .map_err(Failure::infra)??;
         run.steps.done(Stage::WorkingCopy);
         Ok(source)
     }
@@ -196,6 +195,23 @@ fn before_failure(error: gate::GateError) -> Failure {
     }
 }
 
+/// Why a shared checkout could not be had: a commit larger than a
+/// checkout may be is the repository's, and no later attempt changes it;
+/// anything else may pass.
+fn checkout_failure(error: forgehand_forge::git::CheckoutError) -> Failure {
+    if error.is_too_large() {
+        return Failure::new(
+            Reason::Gate(gate::RefusalReason::TooLarge),
+            format!("the repository's own tree, before the agent ran: {error}"),
+        );
+    }
+    Failure {
+        reason: Reason::ForgeError,
+        message: error.to_string(),
+        retryable: true,
+    }
+}
+
 /// What [`Pipeline::fetch`] does on a blocking thread.
 struct Fetching {
     mirrors: MirrorCache,
@@ -213,14 +229,19 @@ struct Fetching {
 }
 
 impl Fetching {
-    fn run(self, handle: &tokio::runtime::Handle) -> Result<Source, (String, bool)> {
+    fn run(self, handle: &tokio::runtime::Handle) -> Result<Source, Failure> {
+        let forge = |message: String, retryable| Failure {
+            reason: Reason::ForgeError,
+            message,
+            retryable,
+        };
         // Retried within the call; what is left is worth another attempt
         // only if waiting could fix it (not refused credentials, say).
         let mirror = self
             .mirrors
             .update(&self.key, &self.url, &self.credentials)
-            .map_err(|e| (e.to_string(), e.is_transient()))?;
-        let local = |e: git2::Error| (e.to_string(), true);
+            .map_err(|e| forge(e.to_string(), e.is_transient()))?;
+        let local = |e: git2::Error| forge(e.to_string(), true);
         // A follow-up (or a retry after a push) starts from the bot's
         // branch as pushed; new work from the base branch. The environment
         // is the base branch's either way.
@@ -242,7 +263,7 @@ impl Fetching {
         let ensure = |commit| {
             self.checkouts
                 .ensure(&self.key, &mirror.repo, commit, &give)
-                .map_err(|e| (e.to_string(), true))
+                .map_err(checkout_failure)
         };
         let checkout = ensure(commit)?;
         let base_checkout = if base == commit {
@@ -309,6 +330,30 @@ fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Red-team round 3, M2: a commit too large to check out is the
+    /// repository's (`too_large`), not retried.
+    #[test]
+    fn a_commit_too_large_to_check_out_is_the_repositorys_and_not_retried() {
+        let big = checkout_failure(forgehand_forge::git::CheckoutError::FileTooLarge {
+            path: "setup.sh".into(),
+            size: 600_000_000,
+            max: 100 << 20,
+        });
+        assert_eq!(big.reason, Reason::Gate(gate::RefusalReason::TooLarge));
+        assert!(!big.retryable);
+        assert!(
+            big.message.contains("setup.sh is 600000000 bytes"),
+            "{}",
+            big.message
+        );
+        let io = checkout_failure(forgehand_forge::git::CheckoutError::Io {
+            path: "/x".into(),
+            source: std::io::Error::other("disk full"),
+        });
+        assert_eq!(io.reason, Reason::ForgeError);
+        assert!(io.retryable);
+    }
 
     #[test]
     fn a_tree_the_host_will_not_read_is_the_repositorys_and_not_retried() {
