@@ -64,9 +64,13 @@ impl RepoFiles for CommitFiles<'_> {
         if entry.filemode() != 0o120000 {
             return None;
         }
-        // A link's target is a path: short, but bounded all the same.
+        // A link's target is a path: short, but bounded all the same, and
+        // measured before it is read (git stores any blob as a link).
+        let (size, _) = self.repo.odb().ok()?.read_header(entry.id()).ok()?;
+        if size > 4096 {
+            return None;
+        }
         let blob = self.repo.find_blob(entry.id()).ok()?;
-        let target = blob.content();
-        (target.len() <= 4096).then(|| String::from_utf8_lossy(target).into_owned())
+        Some(String::from_utf8_lossy(blob.content()).into_owned())
     }
 }
