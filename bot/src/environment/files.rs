@@ -59,6 +59,25 @@ impl RepoFiles for CommitFiles<'_> {
             .is_ok_and(|entry| entry.kind() == Some(ObjectType::Tree))
     }
 
+    fn list(&self, dir: &str, max: usize) -> Vec<String> {
+        let names = |tree: &Tree<'_>| -> Vec<String> {
+            tree.iter()
+                .take(max)
+                .map(|entry| String::from_utf8_lossy(entry.name_bytes()).into_owned())
+                .collect()
+        };
+        if dir.is_empty() {
+            return names(&self.tree);
+        }
+        let Ok(entry) = self.tree.get_path(std::path::Path::new(dir)) else {
+            return Vec::new();
+        };
+        match entry.to_object(self.repo).map(|o| o.into_tree()) {
+            Ok(Ok(tree)) => names(&tree),
+            _ => Vec::new(),
+        }
+    }
+
     fn link(&self, path: &str) -> Option<String> {
         let entry = self.tree.get_path(std::path::Path::new(path)).ok()?;
         if entry.filemode() != 0o120000 {

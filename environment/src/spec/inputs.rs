@@ -49,8 +49,9 @@ const KNOWN: [&str; 25] = [
 /// Words of a setup line (or of a script it runs) looked up as paths, at
 /// most.
 const MAX_MENTIONED: usize = 512;
-/// Scripts read to follow what they run, at most.
-const MAX_SCRIPTS: usize = 32;
+/// Scripts (and the package managers' files) read to follow what they
+/// run, at most.
+const MAX_SCRIPTS: usize = 64;
 /// Requirement files read to follow their includes, at most.
 const MAX_REQUIREMENT_FILES: usize = 32;
 
@@ -102,13 +103,19 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         queue: VecDeque::new(),
     };
     found.look("", setup)?;
+    // The package managers' own files name scripts too: npm runs
+    // package.json's lifecycle scripts, yarn its `yarn-path`, pip a local
+    // project a requirement line names (`-e ./localpkg`).
+    for known in KNOWN {
+        found.add_file(known);
+    }
     let mut read = 0;
     while let Some(path) = found.queue.pop_front() {
         if read == MAX_SCRIPTS {
             break;
         }
-        // Requirement files are followed by their own grammar, below.
-        if is_requirements(&path) {
+        // A lockfile pins versions and names no script.
+        if is_lockfile(&path) {
             continue;
         }
         let Some(text) = read_text(files, &path)? else {
@@ -116,6 +123,12 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         };
         read += 1;
         let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned();
+        // A JSON file's commands are its strings (package.json's scripts),
+        // each looked at as a line of its own.
+        let text = match path.ends_with(".json") {
+            true => json_strings(&text).unwrap_or(text),
+            false => text,
+        };
         found.look(&dir, &text)?;
     }
     Ok(found.paths)
@@ -124,6 +137,8 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
 /// Directories a text names that its words are also looked up from, at
 /// most.
 const MAX_BASES: usize = 16;
+/// Entries of one named directory whose files are inputs, at most.
+const MAX_LISTED: usize = 256;
 /// Links followed while resolving one name, at most (the kernel's bound
 /// is 40; a setup's paths need few).
 const MAX_LINKS: usize = 8;
@@ -203,9 +218,19 @@ impl Found<'_> {
                 at += 1;
             }
         }
+        // A directory the text names may be run from, copied, linked to
+        // or run whole (`cp -r tools /tmp/t && sh /tmp/t/x.sh`, `run-parts
+        // tools`, `HOME=/workspace/tools`): the files directly in it are
+        // inputs. The root's are not: every setup is run from there.
         for base in bases.iter().filter(|base| !base.is_empty()) {
             for known in KNOWN {
                 self.add_file(&format!("{base}/{known}"));
+            }
+        }
+        let named = if dir.is_empty() { 1 } else { 2 };
+        for base in bases.iter().skip(named) {
+            for name in self.files.list(base, MAX_LISTED) {
+                self.add_file(&format!("{base}/{name}"));
             }
         }
         for word in &words {
@@ -325,10 +350,14 @@ impl Found<'_> {
             Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("{HOME}{rest}"),
             _ => target.to_owned(),
         };
+        // Where the name is read from: `/proc/self/cwd` is this too.
+        let cwd: Vec<String> = std::iter::once(WORKSPACE)
+            .chain(dir.split('/').filter(|p| !p.is_empty()))
+            .map(str::to_owned)
+            .collect();
         let mut done: Vec<String> = Vec::new();
         if !target.starts_with('/') {
-            done.push(WORKSPACE.to_owned());
-            done.extend(dir.split('/').filter(|p| !p.is_empty()).map(str::to_owned));
+            done.clone_from(&cwd);
         }
         let mut pending: VecDeque<String> = target
             .split('/')
@@ -345,6 +374,21 @@ impl Found<'_> {
                 continue;
             }
             done.push(part);
+            // A process's view of itself: `/proc/self/cwd` is the
+            // directory it runs in, `/proc/self/root` the root.
+            if let [proc, process, which] = done.as_slice() {
+                let process = process == "self"
+                    || process == "thread-self"
+                    || process.chars().all(|c| c.is_ascii_digit());
+                if proc == "proc" && process {
+                    match which.as_str() {
+                        "cwd" => done.clone_from(&cwd),
+                        "root" => done.clear(),
+                        _ => {}
+                    }
+                    continue;
+                }
+            }
             let Some(inside) = inside_repository(&done) else {
                 continue;
             };
@@ -427,7 +471,27 @@ fn collect_words(text: &str, depth: usize, out: &mut Vec<String>) {
         })
         .unwrap_or(word);
         let unguessable = expands && word.contains(['$', '*', '?', '[', '{']);
-        if word.is_empty() || word.starts_with('-') || unguessable {
+        if word.is_empty() || unguessable {
+            continue;
+        }
+        // A short option's value may be attached: `make -Ctools`,
+        // `python3 -mtools.install`, `pip install -rreq.txt`.
+        if let Some(option) = word.strip_prefix('-') {
+            let mut chars = option.chars();
+            if chars.next().is_some_and(|c| c.is_ascii_alphabetic()) && !chars.as_str().is_empty() {
+                out.push(chars.as_str().to_owned());
+            }
+            continue;
+        }
+        // pip's `name @ file:///workspace/pkg`, npm's `file:../pkg`.
+        let word = match word.strip_prefix("file:") {
+            Some(rest) => match rest.strip_prefix("//") {
+                Some(path) => path.to_owned(),
+                None => rest.to_owned(),
+            },
+            None => word,
+        };
+        if word.is_empty() {
             continue;
         }
         if let Some(relative) = word.strip_prefix('/') {
@@ -502,6 +566,42 @@ fn split_words(text: &str) -> Vec<(String, bool)> {
         out.push((word, expands));
     }
     out
+}
+
+/// The strings of a JSON text, one a line; `None` when it is not JSON.
+fn json_strings(text: &str) -> Option<String> {
+    fn walk(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::String(s) => {
+                out.push_str(s);
+                out.push('\n');
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mut out = String::new();
+    walk(&value, &mut out);
+    Some(out)
+}
+
+/// Whether `path` is a lockfile: versions and checksums, no scripts.
+fn is_lockfile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    [
+        "package-lock.json",
+        "npm-shrinkwrap.json",
+        "pnpm-lock.yaml",
+        "yarn.lock",
+        "uv.lock",
+        "poetry.lock",
+        "Cargo.lock",
+        "go.sum",
+        "go.work.sum",
+    ]
+    .contains(&name)
 }
 
 /// Whether `path` is a pip requirement file, by the usual names
@@ -600,6 +700,19 @@ fn normalize(dir: &str, target: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::spec::testing::MapFiles;
+
+    /// Each setup's inputs against what is expected, every mismatch shown.
+    fn check(files: &MapFiles, cases: &[(&str, &[&str])]) {
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(setup, expected)| {
+                let found = inputs(files, Some(setup)).unwrap();
+                (found != *expected)
+                    .then(|| format!("{setup}\n  found    {found:?}\n  expected {expected:?}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    }
 
     #[test]
     fn known_files_present_are_inputs_whatever_the_setup() {
@@ -710,9 +823,10 @@ sh tools/install.sh
                 "Makefile",
                 "lib/main.js",
                 "scripts/deps.sh",
+                "web/build.js",
                 "web/package-lock.json"
             ],
-            "a directory named is where later words are looked up, and its lockfiles are inputs"
+            "a directory named is where later words are looked up, and its files are inputs"
         );
     }
 
@@ -734,14 +848,17 @@ sh tools/install.sh
             ("sh /workspace/tools/install.sh", &["tools/install.sh"]),
             (
                 "cd /workspace/tools && sh install.sh",
-                &["tools/install.sh"],
+                &["tools/Makefile", "tools/install.sh"],
             ),
-            ("make -s -C /workspace/tools deps", &["tools/Makefile"]),
+            (
+                "make -s -C /workspace/tools deps",
+                &["tools/Makefile", "tools/install.sh"],
+            ),
             ("sh abs.sh", &["abs.sh", "tools/install.sh"]),
             ("sh ../workspace/tools/install.sh", &["tools/install.sh"]),
             (
                 "cd ../workspace/tools && sh install.sh",
-                &["tools/install.sh"],
+                &["tools/Makefile", "tools/install.sh"],
             ),
             (
                 "sh ~/../../workspace/tools/install.sh",
@@ -753,14 +870,17 @@ sh tools/install.sh
             ),
             (
                 "cd tools && cd sub && sh install.sh",
-                &["tools/install.sh", "tools/sub/install.sh"],
+                &["tools/Makefile", "tools/install.sh", "tools/sub/install.sh"],
             ),
             (
                 "cd tools/sub && cd .. && sh install.sh",
-                &["tools/install.sh", "tools/sub/install.sh"],
+                &["tools/Makefile", "tools/install.sh", "tools/sub/install.sh"],
             ),
             ("sh lnk/install.sh", &["lnk", "tools/install.sh"]),
-            ("cd lnk && sh install.sh", &["lnk", "tools/install.sh"]),
+            (
+                "cd lnk && sh install.sh",
+                &["lnk", "tools/Makefile", "tools/install.sh"],
+            ),
             (
                 "sh lnk/../tools/sub/install.sh",
                 &["lnk", "tools/sub/install.sh"],
@@ -770,15 +890,12 @@ sh tools/install.sh
             ("sh 'sp ace.sh'", &["sp ace.sh"]),
             (
                 "bash -c 'pushd tools >/dev/null && sh install.sh'",
-                &["tools/install.sh"],
+                &["tools/Makefile", "tools/install.sh"],
             ),
             ("sh $PWD/tools/install.sh", &["tools/install.sh"]),
             ("sh \"$(pwd)/tools/install.sh\"", &["tools/install.sh"]),
         ];
-        for (setup, expected) in cases {
-            let found = inputs(&files, Some(setup)).unwrap();
-            assert_eq!(found, *expected, "{setup}");
-        }
+        check(&files, cases);
     }
 
     #[test]
@@ -803,14 +920,101 @@ sh tools/install.sh
                 &["lib/pkg/dist/start.js", "lib/pkg/package.json"],
             ),
             ("python3 -m tools.install", &["tools/install.py"]),
-            ("python3 -m tools", &["tools/__main__.py"]),
+            (
+                "python3 -m tools",
+                &["tools/__main__.py", "tools/install.py"],
+            ),
             ("rake deps", &["rakefile"]),
             ("task deps", &["Taskfile.dist.yml"]),
         ];
-        for (setup, expected) in cases {
-            let found = inputs(&files, Some(setup)).unwrap();
-            assert_eq!(found, *expected, "{setup}");
-        }
+        check(&files, cases);
+    }
+
+    /// The fourth red-team round's bypasses (F1): attached option
+    /// values, a process's view of itself under `/proc`, local projects
+    /// that requirement lines name, and the scripts package managers run
+    /// from their own files.
+    #[test]
+    fn attached_options_proc_self_and_the_package_managers_files_name_scripts() {
+        let files = MapFiles::new()
+            .with("tools/install.sh", "echo\n")
+            .with("tools/install.py", "x\n")
+            .with("tools/Makefile", "deps:\n")
+            .with("req-dev.txt", "flask\n")
+            .link("cwd.sh", "/proc/self/cwd/tools/install.sh");
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "make -Ctools deps",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            ("python3 -mtools.install", &["tools/install.py"]),
+            ("pip install -rreq-dev.txt", &["req-dev.txt"]),
+            ("sh /proc/self/cwd/tools/install.sh", &["tools/install.sh"]),
+            (
+                "cd /proc/self/cwd/tools && sh install.sh",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            (
+                "cd tools && sh /proc/self/cwd/install.sh",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            (
+                "sh /proc/self/root/workspace/tools/install.sh",
+                &["tools/install.sh"],
+            ),
+            ("sh /proc/1/cwd/tools/install.sh", &["tools/install.sh"]),
+            ("sh cwd.sh", &["cwd.sh", "tools/install.sh"]),
+            // Names made at run time from a directory the text names.
+            (
+                "ln -s tools l && sh l/install.sh",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            (
+                "cp -r tools /tmp/t && sh /tmp/t/install.sh",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            (
+                "run-parts tools",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+            (
+                "HOME=/workspace/tools; sh ~/install.sh",
+                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+            ),
+        ];
+        check(&files, cases);
+
+        let files = MapFiles::new()
+            .with(
+                "requirements.txt",
+                "-e ./localpkg\n./other\nlp @ file:///workspace/third\nflask==3\n",
+            )
+            .with("localpkg/setup.py", "x\n")
+            .with("other/pyproject.toml", "[project]\n")
+            .with("third/setup.cfg", "[metadata]\n")
+            .with(
+                "package.json",
+                r#"{"scripts": {"postinstall": "node scripts/post.js", "test": "jest"}}"#,
+            )
+            .with("scripts/post.js", "x\n")
+            .with(".yarnrc", "yarn-path \"./y.js\"\n")
+            .with("y.js", "x\n")
+            .with("package-lock.json", r#"{"x": "node not-a-script.js"}"#)
+            .with("not-a-script.js", "x\n");
+        assert_eq!(
+            inputs(&files, Some("pip install -r requirements.txt && npm ci")).unwrap(),
+            [
+                ".yarnrc",
+                "localpkg/setup.py",
+                "other/pyproject.toml",
+                "package-lock.json",
+                "package.json",
+                "requirements.txt",
+                "scripts/post.js",
+                "third/setup.cfg",
+                "y.js"
+            ]
+        );
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub trait RepoFiles {
     fn is_dir(&self, path: &str) -> bool;
     /// The target of the symbolic link at `path`, as stored.
     fn link(&self, path: &str) -> Option<String>;
+    /// The names of the entries directly in the directory `dir` (`""`:
+    /// the root), at most `max` of them.
+    fn list(&self, dir: &str, max: usize) -> Vec<String>;
 }
 
 /// The largest `.forgehand.toml` or `devcontainer.json` read.

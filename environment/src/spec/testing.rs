@@ -103,4 +103,21 @@ impl RepoFiles for MapFiles {
             _ => None,
         }
     }
+
+    fn list(&self, dir: &str, max: usize) -> Vec<String> {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        let mut names: Vec<String> = self
+            .files
+            .keys()
+            .filter_map(|p| p.strip_prefix(&prefix))
+            .map(|rest| rest.split('/').next().unwrap_or(rest).to_owned())
+            .collect();
+        names.dedup();
+        names.truncate(max);
+        names
+    }
 }
