@@ -82,13 +82,15 @@ impl GitConfig {
     }
 
     /// How large a commit the shared checkouts write: each file up to
-    /// `max_file_mib` (GitHub refuses larger files too), all of them up to
-    /// what the gate reads of a tree.
+    /// `max_file_mib` (GitHub refuses larger files too), all of them, their
+    /// number and their depth up to what the gate reads of a tree.
     pub fn checkout_limits(&self, disk_mib: u64) -> forgehand_forge::git::CheckoutLimits {
         let tree = self.tree_limits(disk_mib);
         forgehand_forge::git::CheckoutLimits {
             max_file_bytes: tree.max_file_bytes,
             max_total_bytes: tree.max_total_bytes,
+            max_entries: tree.max_entries,
+            max_depth: tree.max_depth,
         }
     }
 

@@ -45,6 +45,11 @@ pub struct CheckoutLimits {
     pub max_file_bytes: u64,
     /// All files together, at most.
     pub max_total_bytes: u64,
+    /// Entries (files, links, directories), at most: a tree reused under
+    /// many names makes a million files from a few kilobytes.
+    pub max_entries: usize,
+    /// How deep directories may nest.
+    pub max_depth: usize,
 }
 
 impl Default for CheckoutLimits {
@@ -52,6 +57,8 @@ impl Default for CheckoutLimits {
         CheckoutLimits {
             max_file_bytes: u64::MAX,
             max_total_bytes: u64::MAX,
+            max_entries: usize::MAX,
+            max_depth: usize::MAX,
         }
     }
 }
@@ -87,6 +94,10 @@ pub enum CheckoutError {
     FileTooLarge { path: String, size: u64, max: u64 },
     #[error("the commit's files add up to more than the {max} bytes a checkout may have")]
     TreeTooLarge { max: u64 },
+    #[error("the commit has more than the {max} entries a checkout may have")]
+    TooManyEntries { max: usize },
+    #[error("the commit's directories nest deeper than the {max} levels a checkout may have")]
+    TooDeep { max: usize },
 }
 
 impl CheckoutError {
@@ -95,7 +106,10 @@ impl CheckoutError {
     pub fn is_too_large(&self) -> bool {
         matches!(
             self,
-            CheckoutError::FileTooLarge { .. } | CheckoutError::TreeTooLarge { .. }
+            CheckoutError::FileTooLarge { .. }
+                | CheckoutError::TreeTooLarge { .. }
+                | CheckoutError::TooManyEntries { .. }
+                | CheckoutError::TooDeep { .. }
         )
     }
 }
@@ -256,9 +270,23 @@ fn measure(
     limits: CheckoutLimits,
 ) -> Result<(), Measured> {
     let odb = repo.odb().map_err(Measured::Git)?;
-    let mut total: u64 = 0;
+    let (mut total, mut entries) = (0u64, 0usize);
     let mut problem = None;
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        entries += 1;
+        if entries > limits.max_entries {
+            problem = Some(Measured::Over(CheckoutError::TooManyEntries {
+                max: limits.max_entries,
+            }));
+            return git2::TreeWalkResult::Abort;
+        }
+        // `dir` is `a/b/` for an entry two levels down.
+        if dir.matches('/').count() >= limits.max_depth {
+            problem = Some(Measured::Over(CheckoutError::TooDeep {
+                max: limits.max_depth,
+            }));
+            return git2::TreeWalkResult::Abort;
+        }
         // Files and links are written; submodules (commits) are not.
         if entry.kind() != Some(git2::ObjectType::Blob) {
             return git2::TreeWalkResult::Ok;
@@ -362,6 +390,7 @@ mod tests {
             Checkouts::new(&root).with_limits(CheckoutLimits {
                 max_file_bytes,
                 max_total_bytes,
+                ..CheckoutLimits::default()
             })
         };
         let err = limited(2000, u64::MAX)
@@ -388,6 +417,42 @@ mod tests {
             std::fs::read_to_string(held.tree.join("a.txt")).unwrap(),
             "a\n"
         );
+    }
+
+    /// Red-team round 4, F2: one subtree reused under many names made
+    /// 700,000 files from 192 KB of objects, checked out for a minute and
+    /// then refused by the gate as Forgehand's own fault; a tree 3,000
+    /// levels deep likewise. Both are refused from the tree objects first.
+    #[test]
+    fn a_commit_with_too_many_entries_or_too_deep_is_refused_before_checkout() {
+        let (dir, repo, commit) = repo_with(&[("a/b/c/d.txt", "d\n"), ("e.txt", "e\n")]);
+        let noop = |_: &Path| Ok(());
+        let root = dir.path().join("checkouts");
+        let limited = |max_entries, max_depth| {
+            Checkouts::new(&root).with_limits(CheckoutLimits {
+                max_entries,
+                max_depth,
+                ..CheckoutLimits::default()
+            })
+        };
+        // Entries: a/, a/b/, a/b/c/, a/b/c/d.txt, e.txt.
+        let err = limited(4, 10)
+            .ensure("k/o/r", &repo, commit, &noop)
+            .unwrap_err();
+        assert!(
+            matches!(err, CheckoutError::TooManyEntries { max: 4 }),
+            "{err}"
+        );
+        assert!(err.is_too_large());
+        // d.txt is three directories down.
+        let err = limited(10, 3)
+            .ensure("k/o/r", &repo, commit, &noop)
+            .unwrap_err();
+        assert!(matches!(err, CheckoutError::TooDeep { max: 3 }), "{err}");
+        let made = root.join("k/o/r").join(commit.to_string());
+        assert!(!made.join("tree/e.txt").exists());
+        let held = limited(5, 4).ensure("k/o/r", &repo, commit, &noop).unwrap();
+        assert!(held.tree.join("a/b/c/d.txt").exists());
     }
 
     #[test]
