@@ -147,10 +147,28 @@ pub enum ConfigError {
     Invalid(Vec<String>),
 }
 
-/// The keys where `written` holds a number with a fraction and the typed
-/// configuration (`typed`, serialised) a whole number: each a problem
-/// naming the key and what was written.
-fn fractions_rounded(written: &serde_json::Value, typed: &serde_json::Value) -> Vec<String> {
+/// The largest whole number any key takes: past it, sizes turned into
+/// bytes or times into milliseconds would overflow.
+const MAX_WHOLE: u64 = 1 << 40;
+
+/// The largest value of a key by its unit: a size in MiB or GiB becomes
+/// bytes, and a machine has no more than 16 TiB to give.
+fn max_for(key: &str) -> u64 {
+    if key.ends_with("_mib") {
+        1 << 24
+    } else if key.ends_with("_gib") {
+        1 << 14
+    } else {
+        MAX_WHOLE
+    }
+}
+
+/// The whole-number keys whose value is not one a typed read keeps as
+/// written: a fraction (the typed read rounds it: 0.4 hours became 0,
+/// "never"), not a number at all (`nan`, `inf`), or past the key's
+/// largest ([`max_for`]). `written` is the configuration as written,
+/// `typed` the typed configuration serialised; each problem names its key.
+fn whole_numbers_refused(written: &serde_json::Value, typed: &serde_json::Value) -> Vec<String> {
     fn walk(
         written: &serde_json::Value,
         typed: &serde_json::Value,
@@ -168,21 +186,28 @@ fn fractions_rounded(written: &serde_json::Value, typed: &serde_json::Value) -> 
                     }
                 }
             }
-            // An environment variable is written as a string.
-            (Value::Number(_) | Value::String(_), Value::Number(t)) if !t.is_f64() => {
+            (_, Value::Number(t)) if !t.is_f64() => {
+                let key = path.join(".");
+                // An environment variable is written as a string; TOML's
+                // nan and inf reach JSON as null.
                 let number = match written {
                     Value::String(s) => s.trim().parse::<f64>().ok(),
-                    _ => written.as_f64(),
+                    Value::Number(n) => n.as_f64(),
+                    _ => None,
                 };
-                if number.is_some_and(|n| n.fract() != 0.0) {
-                    let w = match written {
-                        Value::String(s) => s.clone(),
-                        _ => written.to_string(),
-                    };
-                    out.push(format!(
-                        "{}: expected a whole number, got {w}",
-                        path.join(".")
-                    ));
+                let shown = match written {
+                    Value::String(s) => s.clone(),
+                    Value::Null => "nan or inf".to_owned(),
+                    other => other.to_string(),
+                };
+                let max = max_for(&key);
+                match number {
+                    Some(n) if n.is_finite() && n.fract() == 0.0 => {
+                        if n > max as f64 || t.as_u64().is_some_and(|t| t > max) {
+                            out.push(format!("{key}: at most {max}, got {shown}"));
+                        }
+                    }
+                    _ => out.push(format!("{key}: expected a whole number, got {shown}")),
                 }
             }
             _ => {}
@@ -250,7 +275,7 @@ impl Config {
         let mut config: Config = built.try_deserialize()?;
         let typed = serde_json::to_value(&config)
             .map_err(|e| ConfigError::Invalid(vec![format!("the configuration: {e}")]))?;
-        let rounded = fractions_rounded(&written, &typed);
+        let rounded = whole_numbers_refused(&written, &typed);
         if !rounded.is_empty() {
             return Err(ConfigError::Invalid(rounded));
         }

@@ -382,6 +382,11 @@ fn max_age_hours_is_bounded_and_its_duration_cannot_overflow() {
     let err = Config::load_from(Some(f.path()), env(&[]))
         .unwrap_err()
         .to_string();
+    assert!(err.contains("environment.max_age_hours: at most"), "{err}");
+    let f = file("[environment]\nmax_age_hours = 100000\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("environment.max_age_hours: at most 87600"),
         "{err}"
@@ -391,4 +396,41 @@ fn max_age_hours_is_bounded_and_its_duration_cannot_overflow() {
         ..EnvironmentConfig::default()
     };
     assert!(c.max_age().is_some());
+}
+
+/// Red-team round 4, F3: `nan` was read as 0 ("never"), and a huge
+/// size passed check-config, then panicked in the sandbox (a multiply
+/// overflow) or failed as Forgehand's own fault. Every whole-number key
+/// refuses what is not a whole number, and sizes past what a machine
+/// has.
+#[test]
+fn not_a_number_and_huge_values_are_refused_by_key() {
+    let f = file(
+        "[environment]\nmax_age_hours = nan\nmemory_mib = 9223372036854775807\n\
+         [sandbox]\ndisk_mib = 9223372036854775807\n[queue]\nworkers = 9223372036854775807\n",
+    );
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    for expected in [
+        "environment.max_age_hours: expected a whole number, got nan or inf",
+        "environment.memory_mib: at most 16777216",
+        "sandbox.disk_mib: at most 16777216",
+        "queue.workers: at most 1099511627776",
+    ] {
+        assert!(err.contains(expected), "{expected}:\n{err}");
+    }
+    let err = Config::load_from(
+        None,
+        env(&[("FORGEHAND_SANDBOX__MEMORY_MIB", "99999999999")]),
+    )
+    .map(|c| c.sandbox.memory_mib)
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("sandbox.memory_mib: at most 16777216"),
+        "{err}"
+    );
+    // The defaults are in range.
+    Config::load_from(None, env(&[])).unwrap();
 }

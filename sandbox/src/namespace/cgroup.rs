@@ -280,7 +280,7 @@ fn write_v1_limits(
     cpu: &Path,
     limits: &Limits,
 ) -> Result<(), SandboxError> {
-    let bytes = limits.memory_mib * 1024 * 1024;
+    let bytes = limits.memory_mib.saturating_mul(1 << 20);
     write(&memory.join("memory.limit_in_bytes"), &bytes.to_string())?;
     // With swap accounting, swap counts too; without it the file is absent.
     let memsw = memory.join("memory.memsw.limit_in_bytes");
@@ -311,7 +311,7 @@ pub(crate) fn tcp_limit_bytes(limits: &Limits) -> u64 {
 fn write_v2_limits(dir: &Path, limits: &Limits) -> Result<(), SandboxError> {
     write(
         &dir.join("memory.max"),
-        &(limits.memory_mib * 1024 * 1024).to_string(),
+        &limits.memory_mib.saturating_mul(1 << 20).to_string(),
     )?;
     let swap = dir.join("memory.swap.max");
     if swap.exists() {

@@ -123,7 +123,7 @@ pub(crate) fn bwrap_args(spec: &SandboxSpec) -> Vec<std::ffi::OsString> {
     // count against the sandbox's memory limit as well.
     args.extend([
         "--size".into(),
-        (spec.limits.tmp_mib << 20).to_string(),
+        spec.limits.tmp_mib.saturating_mul(1 << 20).to_string(),
         "--tmpfs".into(),
         "/tmp".into(),
     ]);
