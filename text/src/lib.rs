@@ -31,22 +31,42 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
 
 /// Whether `c` changes how a terminal or a reader sees the text around
 /// it, and so is shown as its escape: C0, DEL and C1 controls
-/// (`char::is_control`); the bidirectional embeddings, overrides and
-/// isolates (U+202A–U+202E, U+2066–U+2069) and marks (U+200E, U+200F,
-/// U+061C), which reorder a line; the line and paragraph separators
-/// (U+2028, U+2029), which some viewers break a line at.
+/// (`char::is_control`); every format character (Unicode's category Cf:
+/// the bidirectional embeddings, overrides, isolates and marks that
+/// reorder a line, the zero-width spaces and joiners that hide text or
+/// make two names look alike, the byte-order mark, tags); the line and
+/// paragraph separators (U+2028, U+2029), which some viewers break a line
+/// at.
 pub fn is_hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{061c}'
-                | '\u{2028}'
-                | '\u{2029}'
-        )
+    c.is_control() || is_format(c) || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Unicode's format characters (general category Cf), as of Unicode 15.
+fn is_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 fn escaped(text: &str, escape: impl Fn(char) -> bool, crlf_is_newline: bool) -> Cow<'_, str> {
@@ -102,8 +122,15 @@ mod tests {
         let shown = "a\\u{200e}b\\u{200f}c\\u{61c}d\\u{2028}e\\u{2029}f";
         assert_eq!(printable(raw), shown);
         assert_eq!(one_line(raw), shown);
-        // Joiners are not controls: an emoji sequence stays whole.
-        assert_eq!(printable("👩\u{200d}💻"), "👩\u{200d}💻");
+        // Red-team round 4, F4: the format characters that hide text.
+        let hidden =
+            "z\u{200b}w\u{200d}j\u{2060}\u{206a}\u{feff}\u{fff9}\u{e0001}\u{e0041}\u{180e}\u{ad}";
+        assert_eq!(
+            printable(hidden),
+            "z\\u{200b}w\\u{200d}j\\u{2060}\\u{206a}\\u{feff}\\u{fff9}\\u{e0001}\\u{e0041}\\u{180e}\\u{ad}"
+        );
+        // Letters and symbols of every script stay as they are.
+        assert_eq!(printable("é ✅ 日本 עברית"), "é ✅ 日本 עברית");
     }
 
     #[test]
