@@ -227,7 +227,7 @@ fn main() -> ExitCode {
             let mut report = match runtime.block_on(run::run(&config, args)) {
                 Ok(report) => report,
                 Err(error) => {
-                    let report = run::RunReport::infra(format!("{error:#}"));
+                    let report = run::RunReport::from_error(&error);
                     if !json {
                         eprintln!("forgehand: {error:#}");
                         return ExitCode::FAILURE;

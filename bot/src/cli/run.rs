@@ -86,6 +86,24 @@ impl RunReport {
         Self::failed(Some(Reason::Infra), Some(message))
     }
 
+    /// The report of a run that stopped with `error`: a base commit too
+    /// large to check out is the repository's (`too_large`), anything
+    /// else Forgehand's (`infra`).
+    pub fn from_error(error: &anyhow::Error) -> Self {
+        let too_large = error.chain().any(|cause| {
+            cause
+                .downcast_ref::<forgehand_forge::git::CheckoutError>()
+                .is_some_and(|e| e.is_too_large())
+        });
+        match too_large {
+            true => Self::failed(
+                Some(Reason::Gate(forgehand_gate::RefusalReason::TooLarge)),
+                Some(format!("{error:#}")),
+            ),
+            false => Self::infra(format!("{error:#}")),
+        }
+    }
+
     fn failed(reason: Option<Reason>, message: Option<String>) -> Self {
         RunReport {
             status: RunStatus::Failed,
@@ -583,6 +601,27 @@ fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Red-team round 5: a base commit too large to check out was
+    /// reported as `infra` by `run --json`, where the job says too_large.
+    #[test]
+    fn a_base_too_large_to_check_out_is_reported_too_large() {
+        let error = anyhow::Error::new(forgehand_forge::git::CheckoutError::TooManyEntries {
+            max: 500_000,
+        })
+        .context("the shared checkout of the base commit");
+        let report = RunReport::from_error(&error);
+        assert_eq!(
+            report.reason,
+            Some(Reason::Gate(forgehand_gate::RefusalReason::TooLarge))
+        );
+        assert!(report
+            .message
+            .unwrap()
+            .contains("more than the 500000 entries"));
+        let other = RunReport::from_error(&anyhow::anyhow!("disk full"));
+        assert_eq!(other.reason, Some(Reason::Infra));
+    }
 
     /// Red-team round 2, N3: the agent's title and diff reached the
     /// operator's terminal raw (a window title set, a diff line erased).

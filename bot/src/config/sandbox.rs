@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// A working copy's file system by default: 10 GiB (sparse: it costs what
 /// is written).
 pub const DEFAULT_DISK_MIB: u64 = 10 * 1024;
+/// The most CPUs a sandbox may be given.
+const MAX_VCPUS: u32 = 1024;
+/// The kernel's largest pid limit (PID_MAX_LIMIT on 64-bit).
+const MAX_PIDS: u32 = 4_194_304;
 
 /// Where `images/build-rootfs` puts the guest image by default.
 pub const DEFAULT_ROOTFS: &str = "/var/cache/forgehand/rootfs";
@@ -104,9 +108,19 @@ impl SandboxConfig {
         if self.vcpus == 0 {
             problems.push("sandbox.vcpus: must be at least 1".into());
         }
+        // The kernel's own bounds: cgroups refuse a CPU quota past about
+        // a thousand CPUs' worth and a pid limit past PID_MAX_LIMIT.
+        if self.vcpus > MAX_VCPUS {
+            problems.push(format!("sandbox.vcpus: at most {MAX_VCPUS}"));
+        }
         if self.max_pids < 16 {
             problems
                 .push("sandbox.max_pids: must be at least 16 (a shell and git need a few)".into());
+        }
+        if self.max_pids > MAX_PIDS {
+            problems.push(format!(
+                "sandbox.max_pids: at most {MAX_PIDS} (the kernel's most)"
+            ));
         }
         if self.timeout_secs == 0 {
             problems.push("sandbox.timeout_secs: must be at least 1".into());

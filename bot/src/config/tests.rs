@@ -434,3 +434,17 @@ fn not_a_number_and_huge_values_are_refused_by_key() {
     // The defaults are in range.
     Config::load_from(None, env(&[])).unwrap();
 }
+
+/// Red-team round 5, N3: values the kernel's cgroups refuse passed
+/// check-config, then failed every job as Forgehand's own fault.
+#[test]
+fn sandbox_limits_past_the_kernels_are_refused_by_key() {
+    let f = file("[sandbox]\nvcpus = 4294967295\nmax_pids = 4194305\n");
+    let err = Config::load_from(Some(f.path()), env(&[]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sandbox.vcpus: at most 1024"), "{err}");
+    assert!(err.contains("sandbox.max_pids: at most 4194304"), "{err}");
+    let f = file("[sandbox]\nvcpus = 1024\nmax_pids = 4194304\n");
+    Config::load_from(Some(f.path()), env(&[])).unwrap();
+}

@@ -59,6 +59,41 @@ impl RepoFiles for CommitFiles<'_> {
             .is_ok_and(|entry| entry.kind() == Some(ObjectType::Tree))
     }
 
+    fn tree_id(&self, dir: &str) -> Option<String> {
+        let entry = self.tree.get_path(std::path::Path::new(dir)).ok()?;
+        (entry.kind() == Some(ObjectType::Tree)).then(|| entry.id().to_string())
+    }
+
+    fn ending_with(
+        &self,
+        suffixes: &[&str],
+        max_entries: usize,
+    ) -> Result<Vec<String>, FilesError> {
+        let mut found = Vec::new();
+        let mut entries = 0usize;
+        let walked = self.tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            entries += 1;
+            if entries > max_entries {
+                return git2::TreeWalkResult::Abort;
+            }
+            let regular = matches!(entry.filemode(), 0o100644 | 0o100755);
+            let name = String::from_utf8_lossy(entry.name_bytes());
+            if regular && suffixes.iter().any(|s| name.ends_with(s)) {
+                found.push(format!("{dir}{name}"));
+            }
+            git2::TreeWalkResult::Ok
+        });
+        if entries > max_entries {
+            return Err(FilesError::TooManyEntries { max: max_entries });
+        }
+        walked.map_err(|e| FilesError::Read {
+            path: "the base commit's tree".to_owned(),
+            source: Box::new(e),
+        })?;
+        found.sort();
+        Ok(found)
+    }
+
     fn list(&self, dir: &str, max: usize) -> Vec<String> {
         let names = |tree: &Tree<'_>| -> Vec<String> {
             tree.iter()

@@ -16,6 +16,9 @@ pub enum FilesError {
     /// The file is larger than the reader's bound; it was not read whole.
     #[error("{} is larger than {max} bytes", one_line(path))]
     TooLarge { path: String, max: u64 },
+    /// The tree has more entries than a walk of it visits.
+    #[error("the base commit has more than {max} entries")]
+    TooManyEntries { max: usize },
     /// The files could not be read (the git tree is unreadable, say).
     #[error("reading {}: {source}", one_line(path))]
     Read {

@@ -68,6 +68,13 @@ pub(super) fn inputs(
     for path in scripts(files, setup.unwrap_or_default())? {
         found.insert(path);
     }
+    // Python runs compiled files before (or without) their sources: an
+    // unchecked `__pycache__/x.cpython-311.pyc`, or a `x.pyc` alone, runs
+    // whatever its source says. Committed bytecode is rare: all of it
+    // counts, wherever it is.
+    for path in files.ending_with(&[".pyc", ".pyo"], MAX_WALKED)? {
+        found.insert(path);
+    }
     let roots = found
         .iter()
         .filter(|path| is_requirements(path))
@@ -137,8 +144,12 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
 /// Directories a text names that its words are also looked up from, at
 /// most.
 const MAX_BASES: usize = 16;
-/// Entries of one named directory whose files are inputs, at most.
+/// Entries of one named directory whose files are read as scripts, at
+/// most (the directory counts whole, as its tree).
 const MAX_LISTED: usize = 256;
+/// Entries of the tree walked to find compiled Python, at most: what a
+/// shared checkout holds.
+const MAX_WALKED: usize = 500_000;
 /// Links followed while resolving one name, at most (the kernel's bound
 /// is 40; a setup's paths need few).
 const MAX_LINKS: usize = 8;
@@ -229,6 +240,9 @@ impl Found<'_> {
         }
         let named = if dir.is_empty() { 1 } else { 2 };
         for base in bases.iter().skip(named) {
+            // The whole directory, nested files too (`cp -r tools /tmp/t
+            // && sh /tmp/t/sub/x.sh`), counts as its tree.
+            self.paths.insert(base.clone());
             for name in self.files.list(base, MAX_LISTED) {
                 self.add_file(&format!("{base}/{name}"));
             }
@@ -260,23 +274,42 @@ impl Found<'_> {
         if self.add_file(&path) || path.is_empty() {
             return Ok(());
         }
-        if self.files.is_dir(&path) {
-            return self.add_entries(&path);
-        }
-        if !word.contains('/') && is_dotted_module(word) {
-            let module = word.replace('.', "/");
-            if let Some(module) = self.resolve(base, &module) {
-                if !self.add_file(&format!("{module}.py")) && self.files.is_dir(&module) {
-                    self.add_entries(&module)?;
-                }
-            }
-            return Ok(());
-        }
+        // Node tries `lib.js` before the directory `lib`, Python a module
+        // `tools.py` beside a package `tools/`: every candidate counts.
         if !path.rsplit('/').next().unwrap_or(&path).contains('.') {
             for extension in EXTENSIONS {
                 if let Some(with) = self.resolve(base, &format!("{word}{extension}")) {
                     self.add_file(&with);
                 }
+            }
+        }
+        if self.files.is_dir(&path) {
+            self.add_entries(&path)?;
+        }
+        if !word.contains('/') && is_dotted_module(word) {
+            self.add_module(base, word)?;
+        }
+        Ok(())
+    }
+
+    /// What `python3 -m a.b` may run: each package's `__init__.py` on the
+    /// way (`a/__init__.py`), the module `a/b.py`, or the package `a/b/`
+    /// with its `__init__.py` and `__main__.py`.
+    fn add_module(&mut self, base: &str, word: &str) -> Result<(), FilesError> {
+        let parts: Vec<&str> = word.split('.').collect();
+        for end in 1..parts.len() {
+            let package = parts[..end].join("/");
+            if let Some(init) = self.resolve(base, &format!("{package}/__init__.py")) {
+                self.add_file(&init);
+            }
+        }
+        let module = parts.join("/");
+        if let Some(file) = self.resolve(base, &format!("{module}.py")) {
+            self.add_file(&file);
+        }
+        if let Some(dir) = self.resolve(base, &module) {
+            if self.files.is_dir(&dir) {
+                self.add_entries(&dir)?;
             }
         }
         Ok(())
@@ -285,6 +318,9 @@ impl Found<'_> {
     /// The files that run when the directory `dir` is named as a program,
     /// and the `main` its `package.json` names.
     fn add_entries(&mut self, dir: &str) -> Result<(), FilesError> {
+        // What runs may load anything beside it: the directory counts
+        // whole, as its tree.
+        self.paths.insert(dir.to_owned());
         for entry in DIRECTORY_ENTRIES {
             if let Some(path) = self.resolve(dir, entry) {
                 self.add_file(&path);
@@ -470,6 +506,18 @@ fn collect_words(text: &str, depth: usize, out: &mut Vec<String>) {
             (rest.is_empty() || rest.starts_with('/')).then(|| format!("{value}{rest}"))
         })
         .unwrap_or(word);
+        // The shell's own process: `/proc/$$/cwd` is `/proc/self/cwd`.
+        let word = ["/proc/$$/", "/proc/${$}/", "/proc/$BASHPID/"]
+            .iter()
+            .find_map(|shell| {
+                let at = word.find(shell)?;
+                Some(format!(
+                    "{}/proc/self/{}",
+                    &word[..at],
+                    &word[at + shell.len()..]
+                ))
+            })
+            .unwrap_or(word);
         let unguessable = expands && word.contains(['$', '*', '?', '[', '{']);
         if word.is_empty() || unguessable {
             continue;
@@ -788,7 +836,13 @@ sh tools/install.sh
             );
         assert_eq!(
             inputs(&files, Some("sh ./setup.sh")).unwrap(),
-            ["env.sh", "setup.sh", "tools/fetch.py", "tools/install.sh"]
+            [
+                "env.sh",
+                "setup.sh",
+                "tools",
+                "tools/fetch.py",
+                "tools/install.sh"
+            ]
         );
     }
 
@@ -807,7 +861,7 @@ sh tools/install.sh
             .with("lib/main.js", "x\n");
         assert_eq!(
             inputs(&files, Some("cd tools && sh install.sh")).unwrap(),
-            ["tools/fetch.sh", "tools/install.sh"]
+            ["tools", "tools/fetch.sh", "tools/install.sh"]
         );
         assert_eq!(
             inputs(&files, Some("sh ./setup.sh")).unwrap(),
@@ -823,6 +877,7 @@ sh tools/install.sh
                 "Makefile",
                 "lib/main.js",
                 "scripts/deps.sh",
+                "web",
                 "web/build.js",
                 "web/package-lock.json"
             ],
@@ -848,17 +903,17 @@ sh tools/install.sh
             ("sh /workspace/tools/install.sh", &["tools/install.sh"]),
             (
                 "cd /workspace/tools && sh install.sh",
-                &["tools/Makefile", "tools/install.sh"],
+                &["tools", "tools/Makefile", "tools/install.sh"],
             ),
             (
                 "make -s -C /workspace/tools deps",
-                &["tools/Makefile", "tools/install.sh"],
+                &["tools", "tools/Makefile", "tools/install.sh"],
             ),
             ("sh abs.sh", &["abs.sh", "tools/install.sh"]),
             ("sh ../workspace/tools/install.sh", &["tools/install.sh"]),
             (
                 "cd ../workspace/tools && sh install.sh",
-                &["tools/Makefile", "tools/install.sh"],
+                &["tools", "tools/Makefile", "tools/install.sh"],
             ),
             (
                 "sh ~/../../workspace/tools/install.sh",
@@ -870,16 +925,28 @@ sh tools/install.sh
             ),
             (
                 "cd tools && cd sub && sh install.sh",
-                &["tools/Makefile", "tools/install.sh", "tools/sub/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.sh",
+                    "tools/sub",
+                    "tools/sub/install.sh",
+                ],
             ),
             (
                 "cd tools/sub && cd .. && sh install.sh",
-                &["tools/Makefile", "tools/install.sh", "tools/sub/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.sh",
+                    "tools/sub",
+                    "tools/sub/install.sh",
+                ],
             ),
             ("sh lnk/install.sh", &["lnk", "tools/install.sh"]),
             (
                 "cd lnk && sh install.sh",
-                &["lnk", "tools/Makefile", "tools/install.sh"],
+                &["lnk", "tools", "tools/Makefile", "tools/install.sh"],
             ),
             (
                 "sh lnk/../tools/sub/install.sh",
@@ -890,7 +957,7 @@ sh tools/install.sh
             ("sh 'sp ace.sh'", &["sp ace.sh"]),
             (
                 "bash -c 'pushd tools >/dev/null && sh install.sh'",
-                &["tools/Makefile", "tools/install.sh"],
+                &["tools", "tools/Makefile", "tools/install.sh"],
             ),
             ("sh $PWD/tools/install.sh", &["tools/install.sh"]),
             ("sh \"$(pwd)/tools/install.sh\"", &["tools/install.sh"]),
@@ -913,16 +980,16 @@ sh tools/install.sh
             .with("rakefile", "namespace :deps\n")
             .with("Taskfile.dist.yml", "tasks:\n");
         let cases: &[(&str, &[&str])] = &[
-            ("node lib", &["lib/index.js"]),
-            ("node lib/main", &["lib/main/index.js"]),
+            ("node lib", &["lib", "lib/index.js"]),
+            ("node lib/main", &["lib/main", "lib/main/index.js"]),
             (
                 "node lib/pkg",
-                &["lib/pkg/dist/start.js", "lib/pkg/package.json"],
+                &["lib/pkg", "lib/pkg/dist/start.js", "lib/pkg/package.json"],
             ),
             ("python3 -m tools.install", &["tools/install.py"]),
             (
                 "python3 -m tools",
-                &["tools/__main__.py", "tools/install.py"],
+                &["tools", "tools/__main__.py", "tools/install.py"],
             ),
             ("rake deps", &["rakefile"]),
             ("task deps", &["Taskfile.dist.yml"]),
@@ -945,18 +1012,33 @@ sh tools/install.sh
         let cases: &[(&str, &[&str])] = &[
             (
                 "make -Ctools deps",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             ("python3 -mtools.install", &["tools/install.py"]),
             ("pip install -rreq-dev.txt", &["req-dev.txt"]),
             ("sh /proc/self/cwd/tools/install.sh", &["tools/install.sh"]),
             (
                 "cd /proc/self/cwd/tools && sh install.sh",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             (
                 "cd tools && sh /proc/self/cwd/install.sh",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             (
                 "sh /proc/self/root/workspace/tools/install.sh",
@@ -967,19 +1049,39 @@ sh tools/install.sh
             // Names made at run time from a directory the text names.
             (
                 "ln -s tools l && sh l/install.sh",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             (
                 "cp -r tools /tmp/t && sh /tmp/t/install.sh",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             (
                 "run-parts tools",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
             (
                 "HOME=/workspace/tools; sh ~/install.sh",
-                &["tools/Makefile", "tools/install.py", "tools/install.sh"],
+                &[
+                    "tools",
+                    "tools/Makefile",
+                    "tools/install.py",
+                    "tools/install.sh",
+                ],
             ),
         ];
         check(&files, cases);
@@ -1005,16 +1107,80 @@ sh tools/install.sh
             inputs(&files, Some("pip install -r requirements.txt && npm ci")).unwrap(),
             [
                 ".yarnrc",
+                "localpkg",
                 "localpkg/setup.py",
+                "other",
                 "other/pyproject.toml",
                 "package-lock.json",
                 "package.json",
                 "requirements.txt",
                 "scripts/post.js",
+                "third",
                 "third/setup.cfg",
                 "y.js"
             ]
         );
+    }
+
+    /// The fifth red-team round's bypasses: Python runs compiled files
+    /// before their sources and looks a module up in several places; Node
+    /// tries `lib.js` before `lib/`; a nested file of a copied directory;
+    /// the shell's own `/proc/$$`.
+    #[test]
+    fn what_python_node_and_the_shell_would_run_instead_counts() {
+        let files = MapFiles::new()
+            .with("tools/install.py", "x\n")
+            .with("tools/__init__.py", "x\n")
+            .with("tools/__pycache__/install.cpython-311.pyc", "x")
+            .with("tools/sub/install.sh", "echo\n")
+            .with("tools.py", "x\n")
+            .with("venv.pyc", "x")
+            .with("lib.js", "x\n")
+            .with("lib/index.js", "x\n")
+            .with("pkg/mod/__init__.py", "x\n");
+        let bytecode = ["tools/__pycache__/install.cpython-311.pyc", "venv.pyc"];
+        let with_bytecode = |paths: &[&str]| {
+            let mut all: Vec<String> = paths
+                .iter()
+                .chain(&bytecode)
+                .map(|p| p.to_string())
+                .collect();
+            all.sort();
+            all
+        };
+        let cases: &[(&str, Vec<String>)] = &[
+            ("true", with_bytecode(&[])),
+            ("python3 -m venv /home/agent/venv", with_bytecode(&[])),
+            (
+                "python3 -m tools.install",
+                with_bytecode(&["tools/__init__.py", "tools/install.py"]),
+            ),
+            (
+                "python3 -m tools",
+                with_bytecode(&["tools", "tools.py", "tools/__init__.py", "tools/install.py"]),
+            ),
+            (
+                "python3 -m pkg.mod",
+                with_bytecode(&["pkg/mod", "pkg/mod/__init__.py"]),
+            ),
+            (
+                "node lib",
+                with_bytecode(&["lib", "lib.js", "lib/index.js"]),
+            ),
+            (
+                "sh /proc/$$/cwd/tools/sub/install.sh",
+                with_bytecode(&["tools/sub/install.sh"]),
+            ),
+        ];
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|(setup, expected)| {
+                let found = inputs(&files, Some(setup)).unwrap();
+                (found != *expected)
+                    .then(|| format!("{setup}\n  found    {found:?}\n  expected {expected:?}"))
+            })
+            .collect();
+        assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
     }
 
     #[test]

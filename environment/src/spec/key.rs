@@ -23,7 +23,7 @@ use super::declared::Declared;
 use super::{FilesError, RepoFiles, MAX_INPUT_BYTES};
 
 /// Bumped whenever the encoding below changes.
-const ENCODING: &[u8] = b"forgehand-environment-key/2";
+const ENCODING: &[u8] = b"forgehand-environment-key/3";
 
 /// What the key is computed from, besides the inputs' contents.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +95,8 @@ pub fn key(parts: &KeyParts<'_>, files: &dyn RepoFiles) -> Result<EnvKey, FilesE
         hash.optional(files.read(path, MAX_INPUT_BYTES)?.as_deref());
         // A link input is its target (which is an input of its own too).
         hash.optional(files.link(path).as_deref().map(str::as_bytes));
+        // A directory input is everything under it.
+        hash.optional(files.tree_id(path).as_deref().map(str::as_bytes));
     }
     Ok(EnvKey(hex::encode(hash.0.finalize())))
 }

@@ -222,3 +222,17 @@ fn a_failed_read_is_an_error() {
     };
     assert!(matches!(key(&parts, &broken), Err(FilesError::Read { .. })));
 }
+
+/// Red-team round 5, N2: a directory the setup names may be copied and a
+/// file nested in it run (`cp -r tools /tmp/t && sh /tmp/t/sub/x.sh`):
+/// the directory is an input as a whole, so a nested change is a new key.
+#[test]
+fn a_directory_input_covers_what_is_nested_in_it() {
+    let d = declared(&[], Some("cp -r tools /tmp/t"), &["tools"]);
+    let before = MapFiles::new().with("tools/sub/x.sh", "benign\n");
+    let after = MapFiles::new().with("tools/sub/x.sh", "POISONED\n");
+    assert_ne!(
+        key_of("img", REPO, &d, None, &before),
+        key_of("img", REPO, &d, None, &after)
+    );
+}

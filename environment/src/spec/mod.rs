@@ -69,6 +69,14 @@ pub trait RepoFiles {
     /// The names of the entries directly in the directory `dir` (`""`:
     /// the root), at most `max` of them.
     fn list(&self, dir: &str, max: usize) -> Vec<String>;
+    /// A digest of everything under the directory `dir`, recursively
+    /// (git's tree id); `None` when `dir` is not a directory.
+    fn tree_id(&self, dir: &str) -> Option<String>;
+    /// The paths of every regular file in the tree whose name ends with
+    /// one of `suffixes`, sorted; [`FilesError::TooLarge`] when the walk
+    /// would pass `max_entries` entries.
+    fn ending_with(&self, suffixes: &[&str], max_entries: usize)
+        -> Result<Vec<String>, FilesError>;
 }
 
 /// The largest `.forgehand.toml` or `devcontainer.json` read.

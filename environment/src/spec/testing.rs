@@ -104,6 +104,45 @@ impl RepoFiles for MapFiles {
         }
     }
 
+    fn tree_id(&self, dir: &str) -> Option<String> {
+        if !self.is_dir(dir) {
+            return None;
+        }
+        let prefix = format!("{dir}/");
+        let mut digest = String::new();
+        for (path, entry) in self.files.range(prefix.clone()..) {
+            if !path.starts_with(&prefix) {
+                break;
+            }
+            let content = match entry {
+                Entry::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Entry::Huge(size) => format!("huge {size}"),
+                Entry::Broken => "broken".to_owned(),
+                Entry::Link(target) => format!("link {target}"),
+            };
+            digest.push_str(&format!("{path}\0{content}\0"));
+        }
+        Some(digest)
+    }
+
+    fn ending_with(
+        &self,
+        suffixes: &[&str],
+        max_entries: usize,
+    ) -> Result<Vec<String>, FilesError> {
+        if self.files.len() > max_entries {
+            return Err(FilesError::TooManyEntries { max: max_entries });
+        }
+        Ok(self
+            .files
+            .iter()
+            .filter(|(path, entry)| {
+                !matches!(entry, Entry::Link(_)) && suffixes.iter().any(|s| path.ends_with(s))
+            })
+            .map(|(path, _)| path.clone())
+            .collect())
+    }
+
     fn list(&self, dir: &str, max: usize) -> Vec<String> {
         let prefix = if dir.is_empty() {
             String::new()
