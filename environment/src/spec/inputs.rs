@@ -454,6 +454,24 @@ fn inside_repository(parts: &[String]) -> Option<String> {
     (parts.first()? == WORKSPACE).then(|| parts[1..].join("/"))
 }
 
+/// `word` with `/proc/<process>[/task/<thread>]/{cwd,root}` written as
+/// `/proc/self/…`, when it has that shape.
+fn proc_as_self(word: &str) -> Option<String> {
+    let at = word.find("/proc/")?;
+    let rest = &word[at + "/proc/".len()..];
+    let parts: Vec<&str> = rest.split('/').collect();
+    let skip = match parts.as_slice() {
+        [_, "cwd" | "root", ..] => 1,
+        [_, "task", _, "cwd" | "root", ..] => 3,
+        _ => return None,
+    };
+    Some(format!(
+        "{}/proc/self/{}",
+        &word[..at],
+        parts[skip..].join("/")
+    ))
+}
+
 /// `tools.install`: a Python module's dotted name (`python3 -m`).
 fn is_dotted_module(word: &str) -> bool {
     word.contains('.')
@@ -506,18 +524,10 @@ fn collect_words(text: &str, depth: usize, out: &mut Vec<String>) {
             (rest.is_empty() || rest.starts_with('/')).then(|| format!("{value}{rest}"))
         })
         .unwrap_or(word);
-        // The shell's own process: `/proc/$$/cwd` is `/proc/self/cwd`.
-        let word = ["/proc/$$/", "/proc/${$}/", "/proc/$BASHPID/"]
-            .iter()
-            .find_map(|shell| {
-                let at = word.find(shell)?;
-                Some(format!(
-                    "{}/proc/self/{}",
-                    &word[..at],
-                    &word[at + shell.len()..]
-                ))
-            })
-            .unwrap_or(word);
+        // Any process's view under `/proc` (`/proc/$$/cwd`, `/proc/$PPID/
+        // cwd`, `/proc/self/task/$$/cwd`) is taken as the current one's:
+        // which process is known only at run time.
+        let word = proc_as_self(&word).unwrap_or(word);
         let unguessable = expands && word.contains(['$', '*', '?', '[', '{']);
         if word.is_empty() || unguessable {
             continue;
@@ -1169,6 +1179,14 @@ sh tools/install.sh
             ),
             (
                 "sh /proc/$$/cwd/tools/sub/install.sh",
+                with_bytecode(&["tools/sub/install.sh"]),
+            ),
+            (
+                "sh /proc/$PPID/cwd/tools/sub/install.sh",
+                with_bytecode(&["tools/sub/install.sh"]),
+            ),
+            (
+                "sh /proc/self/task/$$/cwd/tools/sub/install.sh",
                 with_bytecode(&["tools/sub/install.sh"]),
             ),
         ];
