@@ -64,6 +64,7 @@ impl RepoFiles for CommitFiles<'_> {
         (entry.kind() == Some(ObjectType::Tree)).then(|| entry.id().to_string())
     }
 
+    /// Links count too: a `x.pyc` may be a link to a file of any name.
     fn ending_with(
         &self,
         suffixes: &[&str],
@@ -76,7 +77,7 @@ impl RepoFiles for CommitFiles<'_> {
             if entries > max_entries {
                 return git2::TreeWalkResult::Abort;
             }
-            let regular = matches!(entry.filemode(), 0o100644 | 0o100755);
+            let regular = matches!(entry.filemode(), 0o100644 | 0o100755 | 0o120000);
             let name = String::from_utf8_lossy(entry.name_bytes());
             if regular && suffixes.iter().any(|s| name.ends_with(s)) {
                 found.push(format!("{dir}{name}"));

@@ -68,13 +68,7 @@ pub(super) fn inputs(
     for path in scripts(files, setup.unwrap_or_default())? {
         found.insert(path);
     }
-    // Python runs compiled files before (or without) their sources: an
-    // unchecked `__pycache__/x.cpython-311.pyc`, or a `x.pyc` alone, runs
-    // whatever its source says. Committed bytecode is rare: all of it
-    // counts, wherever it is.
-    for path in files.ending_with(&[".pyc", ".pyo"], MAX_WALKED)? {
-        found.insert(path);
-    }
+
     let roots = found
         .iter()
         .filter(|path| is_requirements(path))
@@ -116,6 +110,15 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
     for known in KNOWN {
         found.add_file(known);
     }
+    // Python runs compiled files before (or without) their sources: an
+    // unchecked `__pycache__/x.cpython-311.pyc`, a `x.pyc` alone, or an
+    // extension module (`x.cpython-311-x86_64-linux-gnu.so`, tried before
+    // `x.py` and before a package's `__init__.py`) runs whatever its
+    // source says. Committed ones are rare: all count, wherever they are,
+    // links with what they point to. They are not read as scripts.
+    for path in files.ending_with(COMPILED, MAX_WALKED)? {
+        found.add_unread(&path);
+    }
     let mut read = 0;
     while let Some(path) = found.queue.pop_front() {
         if read == MAX_SCRIPTS {
@@ -147,6 +150,8 @@ const MAX_BASES: usize = 16;
 /// Entries of one named directory whose files are read as scripts, at
 /// most (the directory counts whole, as its tree).
 const MAX_LISTED: usize = 256;
+/// What Python loads instead of a source file.
+const COMPILED: &[&str] = &[".pyc", ".pyo", ".so", ".pyd"];
 /// Entries of the tree walked to find compiled Python, at most: what a
 /// shared checkout holds.
 const MAX_WALKED: usize = 500_000;
@@ -351,6 +356,19 @@ impl Found<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Adds `path` (a file, or a link and what it points to) without
+    /// reading it as a script.
+    fn add_unread(&mut self, path: &str) {
+        if let Some(target) = self.resolve("", path) {
+            if self.files.exists(&target) {
+                self.paths.insert(target);
+            }
+        }
+        if self.files.exists(path) {
+            self.paths.insert(path.to_owned());
+        }
     }
 
     /// Adds `path` when it is a regular file; whether it is one.
@@ -1199,6 +1217,31 @@ sh tools/install.sh
             })
             .collect();
         assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+    }
+
+    /// The sixth red-team round: an extension module Python loads before
+    /// the package's `__init__.py` (or before a module it imports), and a
+    /// `.pyc` that is a link to a file of another name.
+    #[test]
+    fn extension_modules_and_linked_bytecode_count() {
+        let files = MapFiles::new()
+            .with("tools/install.py", "x\n")
+            .with("tools/__init__.cpython-311-x86_64-linux-gnu.so", "ELF")
+            .with("shutil.cpython-311-x86_64-linux-gnu.so", "ELF")
+            .link(
+                "tools/__pycache__/install.cpython-311.pyc",
+                "../../data/blob.bin",
+            )
+            .with("data/blob.bin", "x");
+        assert_eq!(
+            inputs(&files, Some("true")).unwrap(),
+            [
+                "data/blob.bin",
+                "shutil.cpython-311-x86_64-linux-gnu.so",
+                "tools/__init__.cpython-311-x86_64-linux-gnu.so",
+                "tools/__pycache__/install.cpython-311.pyc"
+            ]
+        );
     }
 
     #[test]

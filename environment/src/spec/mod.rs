@@ -72,8 +72,8 @@ pub trait RepoFiles {
     /// A digest of everything under the directory `dir`, recursively
     /// (git's tree id); `None` when `dir` is not a directory.
     fn tree_id(&self, dir: &str) -> Option<String>;
-    /// The paths of every regular file in the tree whose name ends with
-    /// one of `suffixes`, sorted; [`FilesError::TooLarge`] when the walk
+    /// The paths of every regular file or link in the tree whose name ends
+    /// with one of `suffixes`, sorted; [`FilesError::TooLarge`] when the walk
     /// would pass `max_entries` entries.
     fn ending_with(&self, suffixes: &[&str], max_entries: usize)
         -> Result<Vec<String>, FilesError>;

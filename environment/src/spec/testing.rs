@@ -136,9 +136,7 @@ impl RepoFiles for MapFiles {
         Ok(self
             .files
             .iter()
-            .filter(|(path, entry)| {
-                !matches!(entry, Entry::Link(_)) && suffixes.iter().any(|s| path.ends_with(s))
-            })
+            .filter(|(path, _)| suffixes.iter().any(|s| path.ends_with(s)))
             .map(|(path, _)| path.clone())
             .collect())
     }

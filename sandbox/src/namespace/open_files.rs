@@ -8,9 +8,10 @@
 
 /// The share of the host's file table one sandbox may hold: one in this.
 pub(crate) const SHARE_OF_FILE_TABLE: u64 = 4;
-/// Below this, ordinary tools fail; a sandbox allowed so many processes
+/// Below this, ordinary tools fail (bubblewrap itself failed with 64:
+/// red-team round 6); a sandbox allowed so many processes
 /// that this exceeds its share gets this all the same.
-pub(crate) const MIN_PER_PROCESS: u64 = 64;
+pub(crate) const MIN_PER_PROCESS: u64 = 256;
 /// Above this no build needs more (and `select`-era tools misbehave).
 pub(crate) const MAX_PER_PROCESS: u64 = 1 << 16;
 

@@ -27,6 +27,7 @@ macro_rules! suite {
             new no_host_process_is_visible,
             new memory_hog_is_killed_and_the_sandbox_lives_on,
             new fork_bomb_is_stopped_by_the_process_limit,
+            new the_kernels_most_processes_still_start,
             new wall_clock_limit_kills_the_whole_tree,
             new output_is_byte_exact_and_streams_apart,
             new streamed_output_arrives_as_it_comes,

@@ -191,6 +191,20 @@ pub async fn memory_hog_is_killed_and_the_sandbox_lives_on(ctx: &Ctx) {
     small.finish().await;
 }
 
+/// Red-team round 6: with `max_pids` in the thousands each process's
+/// share of the host's file table came to 64 open files, too few for the
+/// sandbox to start, and every job failed as Forgehand's own fault.
+pub async fn the_kernels_most_processes_still_start(ctx: &Ctx) {
+    let many = ctx
+        .another(Limits {
+            max_pids: 4_194_304,
+            ..support::limits()
+        })
+        .await;
+    assert_eq!(many.ok("echo alive").await.trim(), "alive");
+    many.finish().await;
+}
+
 pub async fn fork_bomb_is_stopped_by_the_process_limit(ctx: &Ctx) {
     let bounded = ctx
         .another(Limits {

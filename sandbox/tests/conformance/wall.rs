@@ -494,7 +494,7 @@ except OSError as e:
     assert_eq!(value(&report, "raise"), "refused", "{report}");
     let max_pids = u64::from(support::limits().max_pids);
     assert!(
-        hard * max_pids <= file_max / 4 || hard == 64,
+        hard * max_pids <= file_max / 4 || hard == 256,
         "{max_pids} processes of {hard} open files each could take {} of the host's {file_max}",
         hard * max_pids
     );
