@@ -102,6 +102,7 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         files,
         paths: BTreeSet::new(),
         queue: VecDeque::new(),
+        make: false,
     };
     found.look("", setup)?;
     // The package managers' own files name scripts too: npm runs
@@ -190,6 +191,13 @@ const IMPLICIT: &[(&str, &[&str])] = &[
     ("inv", &["tasks.py"]),
 ];
 
+/// The suffixes of the files make's built-in rules make a file from (GNU
+/// make's suffix list, and `.sh` for `%: %.sh`).
+const MAKE_SOURCES: &[&str] = &[
+    ".sh", ".c", ".cc", ".cpp", ".C", ".o", ".s", ".S", ".f", ".F", ".r", ".p", ".y", ".l", ".ym",
+    ".lm", ".mod", ".sym", ".def", ".w", ".ch", ".web", ".tex", ".texi", ".texinfo", ".txinfo",
+];
+
 /// Extensions tried for a name that is not a file (`node lib/main`).
 const EXTENSIONS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".py", ".sh"];
 
@@ -210,12 +218,19 @@ struct Found<'f> {
     paths: BTreeSet<String>,
     /// Files found and not read yet.
     queue: VecDeque<String>,
+    /// Whether `make` runs: it remakes a file it is asked for (or
+    /// includes) from a sibling by its built-in rules.
+    make: bool,
 }
 
 impl Found<'_> {
     /// Looks up the words of `text`, a file in `dir` (or the setup line).
     fn look(&mut self, dir: &str, text: &str) -> Result<(), FilesError> {
         let words: Vec<String> = words(text).take(MAX_MENTIONED).collect();
+        self.make |= words.iter().any(|w| {
+            let program = w.rsplit('/').next().unwrap_or(w);
+            program == "make" || program == "gmake"
+        });
         let mut bases: Vec<String> = vec![String::new()];
         if !dir.is_empty() {
             bases.push(dir.to_owned());
@@ -260,6 +275,9 @@ impl Found<'_> {
                 {
                     for name in *names {
                         if let Some(path) = self.resolve(base, name) {
+                            if self.make {
+                                self.add_make_sources(&path);
+                            }
                             self.add_file(&path);
                         }
                     }
@@ -276,6 +294,9 @@ impl Found<'_> {
         let Some(path) = self.resolve(base, word) else {
             return Ok(());
         };
+        if self.make && !path.is_empty() {
+            self.add_make_sources(&path);
+        }
         if self.add_file(&path) || path.is_empty() {
             return Ok(());
         }
@@ -297,6 +318,33 @@ impl Found<'_> {
         Ok(())
     }
 
+    /// The files make's built-in rules would remake `path` from
+    /// (`tools/install` from `tools/install.sh` or `.c`, a missing
+    /// `local.mk` from `local.mk.sh`, the Makefile itself from
+    /// `Makefile.sh`), and its RCS and SCCS masters.
+    fn add_make_sources(&mut self, path: &str) {
+        let (dir, name) = match path.rsplit_once('/') {
+            Some((dir, name)) => (format!("{dir}/"), name),
+            None => (String::new(), path),
+        };
+        let mut candidates: Vec<String> = MAKE_SOURCES
+            .iter()
+            .map(|suffix| format!("{path}{suffix}"))
+            .collect();
+        candidates.push(format!("{path},v"));
+        candidates.push(format!("{dir}RCS/{name},v"));
+        candidates.push(format!("{dir}RCS/{name}"));
+        candidates.push(format!("{dir}SCCS/s.{name}"));
+        if let Some(stem) = name.strip_suffix(".o") {
+            for suffix in MAKE_SOURCES {
+                candidates.push(format!("{dir}{stem}{suffix}"));
+            }
+        }
+        for candidate in candidates {
+            self.add_file(&candidate);
+        }
+    }
+
     /// What `python3 -m a.b` may run: each package's `__init__.py` on the
     /// way (`a/__init__.py`), the module `a/b.py`, or the package `a/b/`
     /// with its `__init__.py` and `__main__.py`.
@@ -304,8 +352,12 @@ impl Found<'_> {
         let parts: Vec<&str> = word.split('.').collect();
         for end in 1..parts.len() {
             let package = parts[..end].join("/");
-            if let Some(init) = self.resolve(base, &format!("{package}/__init__.py")) {
-                self.add_file(&init);
+            // A module `a.py` wins over a namespace package `a/`, and can
+            // set its own `__path__`: each level's module counts too.
+            for candidate in [format!("{package}/__init__.py"), format!("{package}.py")] {
+                if let Some(path) = self.resolve(base, &candidate) {
+                    self.add_file(&path);
+                }
             }
         }
         let module = parts.join("/");
@@ -1181,7 +1233,7 @@ sh tools/install.sh
             ("python3 -m venv /home/agent/venv", with_bytecode(&[])),
             (
                 "python3 -m tools.install",
-                with_bytecode(&["tools/__init__.py", "tools/install.py"]),
+                with_bytecode(&["tools.py", "tools/__init__.py", "tools/install.py"]),
             ),
             (
                 "python3 -m tools",
@@ -1241,6 +1293,49 @@ sh tools/install.sh
                 "tools/__init__.cpython-311-x86_64-linux-gnu.so",
                 "tools/__pycache__/install.cpython-311.pyc"
             ]
+        );
+    }
+
+    /// The seventh red-team round: make remakes what it is asked for (or
+    /// includes, or its own Makefile) from a sibling by its built-in
+    /// rules; Python runs a module `pkg.py` before a namespace package
+    /// `pkg/`.
+    #[test]
+    fn makes_built_in_rules_and_modules_beside_namespace_packages_count() {
+        let files = MapFiles::new()
+            .with(
+                "Makefile",
+                "-include local.mk\ndeps: tools/install\n\t./tools/install\n",
+            )
+            .with("Makefile.sh", "x")
+            .with("local.mk.sh", "x")
+            .with("tools/install", "x")
+            .with("tools/install.sh", "x")
+            .with("tools/install.c", "x")
+            .with("RCS/Makefile,v", "x")
+            .with("pkg.py", "x")
+            .with("pkg/sub.py", "x")
+            .with("pkg/sub/install.py", "x");
+        check(
+            &files,
+            &[
+                (
+                    "make -s deps",
+                    &[
+                        "Makefile",
+                        "Makefile.sh",
+                        "RCS/Makefile,v",
+                        "local.mk.sh",
+                        "tools/install",
+                        "tools/install.c",
+                        "tools/install.sh",
+                    ],
+                ),
+                (
+                    "python3 -m pkg.sub.install",
+                    &["pkg.py", "pkg/sub.py", "pkg/sub/install.py"],
+                ),
+            ],
         );
     }
 
