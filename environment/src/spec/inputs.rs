@@ -151,8 +151,10 @@ const MAX_BASES: usize = 16;
 /// Entries of one named directory whose files are read as scripts, at
 /// most (the directory counts whole, as its tree).
 const MAX_LISTED: usize = 256;
-/// What Python loads instead of a source file.
-const COMPILED: &[&str] = &[".pyc", ".pyo", ".so", ".pyd"];
+/// What Python loads instead of a source file, and the libraries a link
+/// step finds in the working directory before the system's (`-lpthread`
+/// links a `./libpthread.a`).
+const COMPILED: &[&str] = &[".pyc", ".pyo", ".so", ".pyd", ".a"];
 /// Entries of the tree walked to find compiled Python, at most: what a
 /// shared checkout holds.
 const MAX_WALKED: usize = 500_000;
@@ -318,10 +320,10 @@ impl Found<'_> {
         Ok(())
     }
 
-    /// The files make's built-in rules would remake `path` from
-    /// (`tools/install` from `tools/install.sh` or `.c`, a missing
-    /// `local.mk` from `local.mk.sh`, the Makefile itself from
-    /// `Makefile.sh`), and its RCS and SCCS masters.
+    /// The files make's rules would remake `path` from (`tools/install`
+    /// from `tools/install.sh` or `.c`, or from `tools/install.in` by a
+    /// Makefile's `%: %.in`; a missing `local.mk` from `local.mk.sh`; the
+    /// Makefile itself from `Makefile.sh`), and its RCS and SCCS masters.
     fn add_make_sources(&mut self, path: &str) {
         let (dir, name) = match path.rsplit_once('/') {
             Some((dir, name)) => (format!("{dir}/"), name),
@@ -338,6 +340,14 @@ impl Found<'_> {
         if let Some(stem) = name.strip_suffix(".o") {
             for suffix in MAKE_SOURCES {
                 candidates.push(format!("{dir}{stem}{suffix}"));
+            }
+        }
+        // A Makefile's own pattern rules (`%: %.in`) make `x` from any
+        // `x.<suffix>` beside it: every such sibling counts.
+        let prefix = format!("{name}.");
+        for sibling in self.files.list(dir.trim_end_matches('/'), MAX_LISTED) {
+            if sibling.starts_with(&prefix) {
+                candidates.push(format!("{dir}{sibling}"));
             }
         }
         for candidate in candidates {
@@ -1296,10 +1306,11 @@ sh tools/install.sh
         );
     }
 
-    /// The seventh red-team round: make remakes what it is asked for (or
-    /// includes, or its own Makefile) from a sibling by its built-in
-    /// rules; Python runs a module `pkg.py` before a namespace package
-    /// `pkg/`.
+    /// The seventh and eighth red-team rounds: make remakes what it is
+    /// asked for (or includes, or its own Makefile) from a sibling by its
+    /// built-in rules or the Makefile's own (`%: %.in`), and links a
+    /// `./libpthread.a` for `-lpthread`; Python runs a module `pkg.py`
+    /// before a namespace package `pkg/`.
     #[test]
     fn makes_built_in_rules_and_modules_beside_namespace_packages_count() {
         let files = MapFiles::new()
@@ -1313,6 +1324,8 @@ sh tools/install.sh
             .with("tools/install.sh", "x")
             .with("tools/install.c", "x")
             .with("RCS/Makefile,v", "x")
+            .with("tools/install.in", "x")
+            .with("libpthread.a", "x")
             .with("pkg.py", "x")
             .with("pkg/sub.py", "x")
             .with("pkg/sub/install.py", "x");
@@ -1325,15 +1338,17 @@ sh tools/install.sh
                         "Makefile",
                         "Makefile.sh",
                         "RCS/Makefile,v",
+                        "libpthread.a",
                         "local.mk.sh",
                         "tools/install",
                         "tools/install.c",
+                        "tools/install.in",
                         "tools/install.sh",
                     ],
                 ),
                 (
                     "python3 -m pkg.sub.install",
-                    &["pkg.py", "pkg/sub.py", "pkg/sub/install.py"],
+                    &["libpthread.a", "pkg.py", "pkg/sub.py", "pkg/sub/install.py"],
                 ),
             ],
         );
