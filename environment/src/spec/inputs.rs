@@ -103,6 +103,8 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         paths: BTreeSet::new(),
         queue: VecDeque::new(),
         make: false,
+        make_rules: Vec::new(),
+        named: Vec::new(),
     };
     found.look("", setup)?;
     // The package managers' own files name scripts too: npm runs
@@ -121,7 +123,15 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
         found.add_unread(&path);
     }
     let mut read = 0;
-    while let Some(path) = found.queue.pop_front() {
+    loop {
+        let Some(path) = found.queue.pop_front() else {
+            // What the Makefiles' own pattern rules make the names from,
+            // now that every Makefile read has given its rules.
+            if found.apply_make_rules() {
+                continue;
+            }
+            break;
+        };
         if read == MAX_SCRIPTS {
             break;
         }
@@ -140,6 +150,11 @@ fn scripts(files: &dyn RepoFiles, setup: &str) -> Result<BTreeSet<String>, Files
             true => json_strings(&text).unwrap_or(text),
             false => text,
         };
+        if is_makefile(&path) {
+            found
+                .make_rules
+                .extend(make_rules(&text, MAX_MAKE_RULES - found.make_rules.len()));
+        }
         found.look(&dir, &text)?;
     }
     Ok(found.paths)
@@ -223,6 +238,11 @@ struct Found<'f> {
     /// Whether `make` runs: it remakes a file it is asked for (or
     /// includes) from a sibling by its built-in rules.
     make: bool,
+    /// The pattern rules (target, prerequisite) of the Makefiles read.
+    make_rules: Vec<(String, String)>,
+    /// Every name resolved while make runs, and how many of the rules
+    /// were applied to it already.
+    named: Vec<(String, usize)>,
 }
 
 impl Found<'_> {
@@ -298,6 +318,9 @@ impl Found<'_> {
         };
         if self.make && !path.is_empty() {
             self.add_make_sources(&path);
+            if self.named.len() < MAX_NAMED && !self.named.iter().any(|(p, _)| *p == path) {
+                self.named.push((path.clone(), 0));
+            }
         }
         if self.add_file(&path) || path.is_empty() {
             return Ok(());
@@ -353,6 +376,26 @@ impl Found<'_> {
         for candidate in candidates {
             self.add_file(&candidate);
         }
+    }
+
+    /// Applies the Makefiles' pattern rules not yet applied to each name
+    /// make may be asked for: `tools/install` with `%: %-tmpl` names
+    /// `tools/install-tmpl`, with `tools/%: zz/%` names `zz/install`.
+    /// Whether anything new was queued.
+    fn apply_make_rules(&mut self) -> bool {
+        let before = self.queue.len();
+        let rules = self.make_rules.clone();
+        let mut named = std::mem::take(&mut self.named);
+        for (path, applied) in &mut named {
+            for (target, prerequisite) in &rules[*applied..] {
+                if let Some(source) = pattern_source(path, target, prerequisite) {
+                    self.add_file(&source);
+                }
+            }
+            *applied = rules.len();
+        }
+        self.named = named;
+        self.queue.len() > before
     }
 
     /// What `python3 -m a.b` may run: each package's `__init__.py` on the
@@ -550,6 +593,72 @@ fn proc_as_self(word: &str) -> Option<String> {
         &word[..at],
         parts[skip..].join("/")
     ))
+}
+
+/// Pattern rules read from Makefiles, at most.
+const MAX_MAKE_RULES: usize = 256;
+/// Names make may be asked for that the rules are applied to, at most.
+const MAX_NAMED: usize = 4096;
+
+/// Whether `path` is a file make reads its rules from.
+fn is_makefile(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    ["Makefile", "makefile", "GNUmakefile"].contains(&name) || name.ends_with(".mk")
+}
+
+/// The pattern rules of a Makefile's text, as (target, prerequisite)
+/// pairs holding `%`: `%: %.in`, `tools/%: zz/%`, and a static pattern
+/// rule's `tools/install: tools/%: zz/%.sh`. Assignments (`x := %`) and
+/// recipes are not rules.
+fn make_rules(text: &str, max: usize) -> Vec<(String, String)> {
+    let mut rules = Vec::new();
+    let joined = text.replace("\\\n", " ");
+    for line in joined.lines() {
+        if line.starts_with('\t') || rules.len() >= max {
+            continue;
+        }
+        let line = line.split('#').next().unwrap_or(line);
+        let parts: Vec<&str> = line.split(':').collect();
+        let (targets, prerequisites) = match parts.as_slice() {
+            [_, rest @ ..] if rest.first().is_some_and(|r| r.starts_with('=')) => continue,
+            [targets, prerequisites] => (*targets, *prerequisites),
+            [_, targets, prerequisites] => (*targets, *prerequisites),
+            _ => continue,
+        };
+        let prerequisites = prerequisites.split(';').next().unwrap_or(prerequisites);
+        for target in targets.split_whitespace().filter(|t| t.contains('%')) {
+            for prerequisite in prerequisites
+                .split_whitespace()
+                .filter(|p| p.contains('%') && *p != "|")
+            {
+                if rules.len() < max {
+                    rules.push((target.to_owned(), prerequisite.to_owned()));
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// The prerequisite `prerequisite` names for `path` when `path` matches
+/// the target pattern `target`: a pattern without a slash matches the
+/// file's name, and the directory is put back before the prerequisite,
+/// as make does.
+fn pattern_source(path: &str, target: &str, prerequisite: &str) -> Option<String> {
+    let (dir, matched) = match target.contains('/') {
+        true => ("", path),
+        false => match path.rsplit_once('/') {
+            Some((dir, name)) => (dir, name),
+            None => ("", path),
+        },
+    };
+    let (before, after) = target.split_once('%')?;
+    let stem = matched.strip_prefix(before)?.strip_suffix(after)?;
+    let source = prerequisite.replacen('%', stem, 1);
+    Some(match dir {
+        "" => source,
+        dir => format!("{dir}/{source}"),
+    })
 }
 
 /// `tools.install`: a Python module's dotted name (`python3 -m`).
@@ -1351,6 +1460,38 @@ sh tools/install.sh
                     &["libpthread.a", "pkg.py", "pkg/sub.py", "pkg/sub/install.py"],
                 ),
             ],
+        );
+    }
+
+    /// The ninth red-team round: a Makefile's own pattern rules of any
+    /// shape make a named file from a source the key did not count.
+    #[test]
+    fn a_makefiles_own_pattern_rules_of_any_shape_count() {
+        let makefile = "%: %-tmpl\n%: tmpl.%\ntools/%: zz/%\n\
+                        tools/install: tools/%: yy/%.sh\nX := %.c\ndeps: tools/install\n\t./tools/install\n";
+        let files = MapFiles::new()
+            .with("Makefile", makefile)
+            .with("tools/install-tmpl", "x")
+            .with("tools/tmpl.install", "x")
+            .with("zz/install", "x")
+            .with("yy/install.sh", "x")
+            .with("install.c", "x");
+        check(
+            &files,
+            &[(
+                "make -s deps",
+                &[
+                    "Makefile",
+                    "tools/install-tmpl",
+                    "tools/tmpl.install",
+                    "yy/install.sh",
+                    "zz/install",
+                ],
+            )],
+        );
+        assert_eq!(
+            make_rules("a := %\nb::=x\n%.o: %.c | dir\n\t%: not a rule\n", 10),
+            [("%.o".to_owned(), "%.c".to_owned())]
         );
     }
 
