@@ -217,16 +217,7 @@ fn make(
     remove_tree(dir);
     let (tree_dir, git_dir) = (dir.join("tree"), dir.join("repo.git"));
     std::fs::create_dir_all(&tree_dir).map_err(at(&tree_dir))?;
-    let mut options = git2::RepositoryInitOptions::new();
-    options
-        .workdir_path(&tree_dir)
-        .no_dotgit_dir(true)
-        .mkpath(true);
-    let copy = Repository::init_opts(&git_dir, &options).map_err(git)?;
-    let gitlink = tree_dir.join(".git");
-    if gitlink.is_file() {
-        std::fs::remove_file(&gitlink).map_err(at(&gitlink))?;
-    }
+    let copy = super::mirror::init_apart(&tree_dir, &git_dir, None).map_err(git)?;
     // The mirror's objects, read in place.
     let alternates = git_dir.join("objects/info/alternates");
     std::fs::write(

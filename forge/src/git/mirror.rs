@@ -177,17 +177,7 @@ impl Mirror {
         git_dir: &Path,
         branch: &str,
     ) -> Result<git2::Repository, git2::Error> {
-        let mut options = git2::RepositoryInitOptions::new();
-        options
-            .workdir_path(work_dir)
-            .no_dotgit_dir(true)
-            .mkpath(true)
-            .initial_head(branch);
-        let repo = git2::Repository::init_opts(git_dir, &options)?;
-        let gitlink = work_dir.join(".git");
-        if gitlink.is_file() {
-            std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
-        }
+        let repo = init_apart(work_dir, git_dir, Some(branch))?;
         link_objects(&self.path.join("objects"), &git_dir.join("objects"))
             .map_err(|e| git2::Error::from_str(&format!("cannot link objects: {e}")))?;
         repo.reference(
@@ -219,20 +209,7 @@ impl Mirror {
         from: &str,
         branch: &str,
     ) -> Result<git2::Repository, git2::Error> {
-        let mut options = git2::RepositoryInitOptions::new();
-        options
-            .workdir_path(work_dir)
-            .no_dotgit_dir(true)
-            .mkpath(true)
-            .initial_head(branch);
-        let repo = git2::Repository::init_opts(git_dir, &options)?;
-        // libgit2 leaves a `.git` file in the work tree pointing at the git
-        // directory; the host opens the git directory itself (its
-        // `core.worktree` names the tree), so the tree keeps no pointer.
-        let gitlink = work_dir.join(".git");
-        if gitlink.is_file() {
-            std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
-        }
+        let repo = init_apart(work_dir, git_dir, Some(branch))?;
         match strategy {
             CopyStrategy::HardLinks => {
                 let tip = self
@@ -278,6 +255,31 @@ pub enum CopyStrategy {
     /// A local fetch from the mirror's path: libgit2 reads the objects
     /// the branch needs and writes a new pack.
     LocalFetch,
+}
+
+/// A git directory at `git_dir` for the work tree `work_dir`, kept apart:
+/// libgit2 leaves a `.git` file in the work tree pointing at the git
+/// directory; the host opens the git directory itself (its
+/// `core.worktree` names the tree), so the tree keeps no pointer.
+pub(super) fn init_apart(
+    work_dir: &Path,
+    git_dir: &Path,
+    initial_head: Option<&str>,
+) -> Result<git2::Repository, git2::Error> {
+    let mut options = git2::RepositoryInitOptions::new();
+    options
+        .workdir_path(work_dir)
+        .no_dotgit_dir(true)
+        .mkpath(true);
+    if let Some(branch) = initial_head {
+        options.initial_head(branch);
+    }
+    let repo = git2::Repository::init_opts(git_dir, &options)?;
+    let gitlink = work_dir.join(".git");
+    if gitlink.is_file() {
+        std::fs::remove_file(&gitlink).map_err(|e| git2::Error::from_str(&e.to_string()))?;
+    }
+    Ok(repo)
 }
 
 /// Links (or copies) every object file under `from` into `to`, except
