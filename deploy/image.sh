@@ -44,6 +44,13 @@ engine() {
   fi
 }
 
+# image_exists ENGINE IMAGE: whether ENGINE has IMAGE. `image inspect`
+# answers on docker and podman alike (`image exists` is podman's alone:
+# with docker it always said no).
+image_exists() {
+  "$1" image inspect "$2" >/dev/null 2>&1
+}
+
 # podman's --runtime, when one is to be chosen.
 runtime_args() {
   [ "$(basename "$1")" = podman ] || return 0
@@ -123,7 +130,7 @@ cmd_base() {
   # The list and this script decide the tarball's content.
   hash="$({ printf 'suite=%s\narch=%s\n' "$suite" "$arch"; cat "$here/container/runtime.packages" "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
   tarball="$cache/base-$suite-$arch-$hash.tar"
-  if [ "$force" = 0 ] && "$eng" image exists "$base_image-$hash" 2>/dev/null; then
+  if [ "$force" = 0 ] && image_exists "$eng" "$base_image-$hash"; then
     "$eng" tag "$base_image-$hash" "$base_image"
     echo "base image up to date: $base_image ($hash)"
     return 0
@@ -197,7 +204,7 @@ cmd_build() {
   [ -z "$rt" ] || args+=("$rt")
   if [ "$offline" = 1 ]; then
     [ -z "$features" ] || die "build: --features needs the build from source (without --offline); build the binary with them and pass --binary"
-    "$eng" image exists "$base_image" 2>/dev/null ||
+    image_exists "$eng" "$base_image" ||
       die "no base image $base_image: run 'bash deploy/image.sh base' first (it needs root and the Debian archive, no container registry)"
     binary="${binary:-${CARGO_TARGET_DIR:-$repo/target}/release/forgehand}"
     [ -x "$binary" ] || die "no forgehand binary at $binary: cargo build --release --bin forgehand, or pass --binary"

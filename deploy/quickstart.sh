@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds Forgehand and starts `forgehand serve` on embedded defaults: a
-# SQLite file beside ./forgehand.toml. On the first run it writes that
-# file with fresh random secrets and prints what to enter on the forge.
+# Builds Forgehand and starts `forgehand serve` on embedded defaults. On
+# the first run it writes /etc/forgehand/forgehand.toml (or the file
+# $FORGEHAND_CONFIG names) with fresh random secrets and its data in
+# /var/lib/forgehand, and prints what to enter on the forge; every
+# command (`run`, `doctor`, `env`, `serve`) reads that file.
 #
 # The sandbox backend is what production would use here: microVMs where
 # a trial microVM boots (built with the `microvm` feature), the namespace
@@ -40,31 +42,19 @@ echo "==> building forgehand (release${features[*]:+, ${features[*]}})"
 cargo build --release --locked --bin forgehand "${features[@]}"
 bin="${CARGO_TARGET_DIR:-$repo/target}/release/forgehand"
 
-config="${FORGEHAND_CONFIG:-$repo/forgehand.toml}"
-if [ ! -f "$config" ]; then
-  # od reads exactly 20 bytes: no pipe is cut short (pipefail would end the script).
-  secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
-  token="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
-  umask 077
-  sed -e "s|^# webhook_secret = \[\"current-secret\", \"previous-secret\"\]|webhook_secret = [\"$secret\"]|" \
-      -e "s|^# webhook_secret = \"secret-a,secret-b\"|webhook_secret = [\"$secret\"]|" \
-      -e "s|^# token = \"change-me\"|token = \"$token\"|" \
-      deploy/forgehand.example.toml >"$config"
-  # Environments' setup reaches only the registries this host's own
-  # package managers use (review them in the file): no list is built in.
-  { echo; "$bin" env hosts; } >>"$config"
-  cat <<MSG
-==> wrote $config (mode 600) with fresh secrets:
-    webhook secret (GitHub and Gitea): $secret
-    operator API token:                $token
-    environment.allow_hosts:           the registries this host's pip, npm and apt use
-                                       (forgehand env hosts; review them there)
-    Then set server.public_url there (the address your forge reaches) and run
-      $bin setup github            (creates a GitHub App; or --repo OWNER/NAME with a token)
-      $bin setup gitea --repo OWNER/NAME
-    or point a webhook at http://<this host>:8080/webhooks/github (or /webhooks/gitea)
-    with content type application/json and that secret.
-MSG
+# Where every command finds it: the system file, unless the operator
+# named another (then `export FORGEHAND_CONFIG=...` for the other commands).
+config="${FORGEHAND_CONFIG:-/etc/forgehand/forgehand.toml}"
+data="${FORGEHAND_DATA_DIR:-/var/lib/forgehand}"
+if [ ! -f "$config" ] && [ -f "$repo/forgehand.toml" ]; then
+  # An earlier quick start wrote its file into the checkout, where only
+  # `serve` read it: it moves to where every command finds it.
+  echo "==> moving $repo/forgehand.toml (an earlier quick start's) to $config"
+  as_root install -D -m 600 "$repo/forgehand.toml" "$config" && rm -f "$repo/forgehand.toml"
+fi
+write_config "$bin" "$config" "$data"
+if [ "$config" != /etc/forgehand/forgehand.toml ]; then
+  echo "==> the configuration is $config: export FORGEHAND_CONFIG=$config for the other commands"
 fi
 
 # An explicit FORGEHAND_SANDBOX__BACKEND stands (microvm then fails

@@ -155,3 +155,50 @@ microvm_boots() {
   printf '%s\n' "$report" | grep '^backend microvm' >&2 || printf '%s\n' "$report" >&2
   return 1
 }
+
+# write_config BIN CONFIG DATA_DIR: the quick start's configuration. When
+# CONFIG does not exist, writes it (mode 600) from
+# deploy/forgehand.example.toml with fresh random secrets, its data (the
+# SQLite file, mirrors, working copies, transcripts, environments) under
+# DATA_DIR (made, mode 700), and the registries this host's package
+# managers use as environment.allow_hosts (`forgehand env hosts`), then
+# says what it wrote on stderr; an existing CONFIG is left as it is.
+# `forgehand run`, `doctor`, `env` and `serve` all read it when it is
+# /etc/forgehand/forgehand.toml (or $FORGEHAND_CONFIG names it).
+write_config() {
+  local bin="$1" config="$2" data="$3" secret token
+  if [ -f "$config" ]; then
+    echo "==> $config exists: kept as it is" >&2
+    return 0
+  fi
+  mkdir -p "$(dirname "$config")" "$data"
+  chmod 700 "$data"
+  # od reads exactly 20 bytes: no pipe is cut short (pipefail would end the script).
+  secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+  token="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+  (
+    umask 077
+    sed -e "s|^# webhook_secret = \\[\"current-secret\", \"previous-secret\"\\]|webhook_secret = [\"$secret\"]|" \
+        -e "s|^# webhook_secret = \"secret-a,secret-b\"|webhook_secret = [\"$secret\"]|" \
+        -e "s|^# token = \"change-me\"|token = \"$token\"|" \
+        -e "s|^# data_dir = .*|data_dir = \"$data\"|" \
+        -e "s|^url = \"sqlite://forgehand.db\"|url = \"sqlite://$data/forgehand.db\"|" \
+        "$repo/deploy/forgehand.example.toml" >"$config"
+    # Environments' setup reaches only the registries this host's own
+    # package managers use (review them in the file): no list is built in.
+    { echo; "$bin" env hosts; } >>"$config"
+  )
+  cat >&2 <<MSG
+==> wrote $config (mode 600) with fresh secrets:
+    webhook secret (GitHub and Gitea): $secret
+    operator API token:                $token
+    data:                              $data (server.data_dir)
+    environment.allow_hosts:           the registries this host's pip, npm and apt use
+                                       (forgehand env hosts; review them there)
+    Then set server.public_url there (the address your forge reaches) and run
+      $bin setup github            (creates a GitHub App; or --repo OWNER/NAME with a token)
+      $bin setup gitea --repo OWNER/NAME
+    or point a webhook at http://<this host>:8080/webhooks/github (or /webhooks/gitea)
+    with content type application/json and that secret.
+MSG
+}

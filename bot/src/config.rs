@@ -11,17 +11,22 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod environment;
 mod forges;
+mod gate;
 mod git;
+mod keys;
 mod locate;
 mod model;
+mod paths;
 mod sandbox;
 mod server;
 
 pub use environment::EnvironmentConfig;
 pub use forges::{GitHubConfig, GiteaConfig};
+pub use gate::GateConfig;
 pub use git::GitConfig;
 pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
 pub use model::{AgentConfig, ModelConfig, Price};
+pub use paths::{Places, DATA_PATHS};
 pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
 pub use server::{DatabaseConfig, ServerConfig};
 
@@ -42,6 +47,7 @@ pub struct Config {
     pub log: LogConfig,
     pub sandbox: SandboxConfig,
     pub git: GitConfig,
+    pub gate: GateConfig,
     pub model: ModelConfig,
     pub agent: AgentConfig,
     pub environment: EnvironmentConfig,
@@ -230,6 +236,15 @@ impl Config {
         format!("{login}@{domain}")
     }
 
+    /// The gate's policy for `repo` (`owner/name`) when no maintainer
+    /// allowed more.
+    pub fn policy_for(&self, repo: &str) -> forgehand_gate::GatePolicy {
+        forgehand_gate::GatePolicy {
+            max_removed_share: self.gate.max_removed_share,
+            ..self.git.policy_for(repo)
+        }
+    }
+
     /// Loads `path` (when given: see [`ConfigFile::locate`] for which
     /// file the operator chose) and then the environment, and validates.
     /// No file is ever looked for on its own: the working directory may
@@ -245,12 +260,34 @@ impl Config {
         path: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
+        let env: Vec<(String, String)> = env.into_iter().collect();
+        let cwd = std::env::current_dir()
+            .map_err(|e| ConfigError::Invalid(vec![format!("the working directory: {e}")]))?;
+        let places = Places::new(cwd, path.is_some(), &env);
+        Self::load_in(path, env, &places)
+    }
+
+    /// Like [`Config::load_from`], relative paths resolved against
+    /// `places`.
+    pub fn load_in(
+        path: Option<&Path>,
+        env: Vec<(String, String)>,
+        places: &Places,
+    ) -> Result<Config, ConfigError> {
         let mut builder = config::Config::builder();
+        let mut unknown = Vec::new();
         if let Some(p) = path {
             if !p.exists() {
                 return Err(ConfigError::MissingFile(p.to_owned()));
             }
+            if let Ok(text) = std::fs::read_to_string(p) {
+                unknown.extend(keys::in_file(p, &text));
+            }
             builder = builder.add_source(config::File::from(p).format(config::FileFormat::Toml));
+        }
+        unknown.extend(keys::in_variables(env.iter().map(|(k, _)| k.as_str())));
+        if !unknown.is_empty() {
+            return Err(ConfigError::Invalid(unknown));
         }
         let overlay: config::Map<String, String> = env
             .into_iter()
@@ -279,6 +316,7 @@ impl Config {
         if !rounded.is_empty() {
             return Err(ConfigError::Invalid(rounded));
         }
+        config.anchor_paths(&written, places);
         // A GitHub App that `forgehand setup github` created and stored is
         // used when the configuration names no other credential.
         crate::github_app::adopt(&mut config.github)
@@ -327,6 +365,7 @@ impl Config {
         }
         self.sandbox.problems(&mut problems);
         self.git.problems(&mut problems);
+        self.gate.problems(&mut problems);
         self.model.problems(&mut problems);
         self.agent.problems(&mut problems);
         self.environment.problems(&mut problems);
@@ -395,10 +434,12 @@ fn redact_list<S: Serializer>(list: &[SecretString], s: S) -> Result<S::Ok, S::E
     s.collect_seq(list.iter().map(|_| REDACTED))
 }
 
+/// A set secret as a marker; an unset one as nothing (TOML leaves the
+/// key out: `check-config` showed `token = ""`, which reads as set).
 fn redact_option<S: Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
     match v {
         Some(_) => s.serialize_str(REDACTED),
-        None => s.serialize_str(""),
+        None => s.serialize_none(),
     }
 }
 

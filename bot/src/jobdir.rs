@@ -27,6 +27,9 @@ impl JobDir {
         let dir = std::path::absolute(dir)?;
         remove(&dir);
         crate::private::new_dir(&dir)?;
+        // Whose it is: a process started later removes it when this one
+        // died without doing so (`sweep`).
+        std::fs::write(dir.join(OWNER), forgehand_sandbox::owner::this_process())?;
         let mut job = JobDir {
             dir,
             sized: None,
@@ -94,6 +97,39 @@ impl Drop for JobDir {
     }
 }
 
+/// The file in a job directory naming the process that made it.
+const OWNER: &str = "owner";
+
+/// Removes the job directories under `work_dir` whose process died
+/// without removing them (SIGKILL, a crash), their file systems
+/// unmounted first; a live process's are left alone, so `serve` and
+/// `run` sharing a `work_dir` never sweep each other's. With
+/// `ownerless`, also directories that name no owner (made by a release
+/// before owners were written; only `serve`, which used to own them
+/// all, takes those). The shared checkouts are not job directories.
+/// Returns how many were removed.
+pub fn sweep(work_dir: &Path, ownerless: bool) -> usize {
+    let Ok(entries) = std::fs::read_dir(work_dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_name() == "checkouts" || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let gone = match std::fs::read_to_string(path.join(OWNER)) {
+            Ok(owner) => !forgehand_sandbox::owner::is_alive(&owner),
+            Err(_) => ownerless && path.join("tree").exists(),
+        };
+        if gone {
+            remove(&path);
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Removes a job directory, never descending into a file system still
 /// mounted in it.
 fn remove(dir: &Path) {
@@ -117,5 +153,26 @@ mod tests {
         let job = JobDir::create(&kept, 0, true).unwrap();
         drop(job);
         assert!(kept.join("tree").exists());
+    }
+
+    /// Issue 24, finding 9: a `run` killed by a signal left its job
+    /// directory (and its mounts); only `serve` swept, and it swept
+    /// every directory, a live `run`'s too.
+    #[test]
+    fn a_sweep_takes_what_dead_processes_left_and_nothing_of_the_living() {
+        let root = tempfile::tempdir().unwrap();
+        let live = JobDir::create(&root.path().join("run-live"), 0, true).unwrap();
+        let dead = root.path().join("run-dead");
+        drop(JobDir::create(&dead, 0, true).unwrap());
+        // A pid that runs nothing, at a start time no process has.
+        std::fs::write(dead.join(OWNER), "4194303 1").unwrap();
+        let old = root.path().join("job-1-1");
+        std::fs::create_dir_all(old.join("tree")).unwrap();
+        std::fs::create_dir_all(root.path().join("checkouts/k")).unwrap();
+        assert_eq!(sweep(root.path(), false), 1);
+        assert!(!dead.exists() && live.path().exists() && old.exists());
+        assert_eq!(sweep(root.path(), true), 1, "the ownerless one, for serve");
+        assert!(!old.exists() && live.path().exists());
+        assert!(root.path().join("checkouts/k").exists());
     }
 }

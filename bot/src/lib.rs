@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod private;
 pub mod queue;
 pub mod reason;
+pub mod redaction;
 pub mod sandboxes;
 pub mod server;
 pub mod service;

@@ -76,6 +76,19 @@ enum Command {
         /// CODEOWNERS and build entry points (listed either way).
         #[arg(long)]
         allow_sensitive: bool,
+        /// Also commit a change that deletes or empties more than
+        /// gate.max_removed_share of the tracked files or bytes.
+        #[arg(long)]
+        allow_destructive: bool,
+        /// Exit 0 when the change was committed though the host's tests
+        /// failed or did not run (otherwise 3).
+        #[arg(long)]
+        allow_failing_tests: bool,
+        /// Work on the working tree's uncommitted changes too (otherwise
+        /// a dirty tree is refused): they are committed on top of the
+        /// branch first, on no branch, and the report lists them.
+        #[arg(long)]
+        include_uncommitted: bool,
         /// Print one JSON object instead of the diff and a summary.
         #[arg(long)]
         json: bool,
@@ -159,9 +172,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // What is printed or logged from here on is filtered for the host's
+    // own credentials.
+    forgehand_bot::redaction::know(forgehand_bot::host_secrets::host_secrets(&config));
+    // Every command says which file it read (serve logs it; run --json
+    // puts it in its report).
+    let quiet = matches!(
+        cli.command,
+        Command::Serve | Command::Run { json: true, .. }
+    );
+    if !quiet {
+        eprintln!("forgehand: {}", ConfigFile::describe(file.as_ref()));
+    }
     match cli.command {
         Command::CheckConfig => {
-            eprintln!("{}", ConfigFile::describe(file.as_ref()));
             print!("{}", config.to_redacted_toml());
             for warning in config.warnings() {
                 eprintln!("warning: {warning}");
@@ -209,11 +233,11 @@ fn main() -> ExitCode {
             model,
             backend,
             allow_sensitive,
+            allow_destructive,
+            allow_failing_tests,
+            include_uncommitted,
             json,
         } => {
-            if !json {
-                eprintln!("forgehand: {}", ConfigFile::describe(file.as_ref()));
-            }
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
             let args = RunArgs {
                 repo,
@@ -223,19 +247,17 @@ fn main() -> ExitCode {
                 model,
                 backend,
                 allow_sensitive,
+                allow_destructive,
+                include_uncommitted,
             };
+            // A run that could not start is reported as one that failed:
+            // its first line (or its JSON) says why.
             let mut report = match runtime.block_on(run::run(&config, args)) {
                 Ok(report) => report,
-                Err(error) => {
-                    let report = run::RunReport::from_error(&error);
-                    if !json {
-                        eprintln!("forgehand: {error:#}");
-                        return ExitCode::FAILURE;
-                    }
-                    report
-                }
+                Err(error) => run::RunReport::from_error(&error),
             };
             report.config = file;
+            let report = report.redacted();
             if json {
                 println!(
                     "{}",
@@ -244,11 +266,7 @@ fn main() -> ExitCode {
             } else {
                 let _ = run::print_human(&report, &mut std::io::stdout());
             }
-            if report.status == forgehand_bot::cli::run::RunStatus::Succeeded {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
+            ExitCode::from(report.status.exit_code(allow_failing_tests))
         }
         Command::Setup(command) => {
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");

@@ -26,6 +26,9 @@ pub enum Reason {
     Infra,
     /// Stopped on request (`/forgehand stop`, a newer request, shutdown).
     Stopped,
+    /// What `forgehand run` was given cannot be worked on (not a
+    /// repository, no commit, a detached HEAD, uncommitted changes).
+    Input,
 }
 
 /// What went wrong with a repository's environment.
@@ -85,6 +88,7 @@ impl Reason {
                 RefusalReason::TooLarge,
                 RefusalReason::Secret,
                 RefusalReason::Sensitive,
+                RefusalReason::Destructive,
             ]
             .map(Reason::Gate),
         );
@@ -96,6 +100,7 @@ impl Reason {
             Reason::ForgeError,
             Reason::Infra,
             Reason::Stopped,
+            Reason::Input,
         ]);
         all
     }
@@ -118,6 +123,7 @@ impl Reason {
             Reason::ForgeError => "forge_error",
             Reason::Infra => "infra",
             Reason::Stopped => "stopped",
+            Reason::Input => "input",
         }
     }
 

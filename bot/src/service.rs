@@ -199,12 +199,13 @@ impl Runner {
 }
 
 async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxStatus> {
-    // Working copies a crashed run left mounted: their jobs start over.
-    let unmounted = forgehand_sandbox::disk::unmount_beneath(&config.git.work_dir);
-    if unmounted > 0 {
+    // Job directories a crashed run left (mounted): their jobs start
+    // over. A live `forgehand run`'s are its own.
+    let removed = crate::jobdir::sweep(&config.git.work_dir, true);
+    if removed > 0 {
         warn!(
-            unmounted,
-            "unmounted working copies left by a process that died"
+            removed,
+            "removed job directories left by a process that died"
         );
     }
     sandboxes::prepare(&config.sandbox).await.map_err(|error| {

@@ -13,7 +13,7 @@ pub fn init(log: &LogConfig) {
         // Colour codes are for a person at a terminal: a log file, the
         // journal or a container's log would keep them as escapes.
         .with_ansi(colours_for(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_writer(crate::redaction::LogWriter::new);
     // A second init (tests) is harmless: the first subscriber stays.
     let _ = match log.format {
         LogFormat::Json => builder

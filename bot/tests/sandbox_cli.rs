@@ -140,10 +140,67 @@ fn sandbox_exec_says_why_a_backend_cannot_run() {
     assert!(text(&out.stderr).contains("expected auto, microvm or namespace"));
 }
 
+/// A model server that answers every request 404 (reachable, knows no
+/// route): what `doctor` asks of a model is that it answers.
+fn answering_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{Read, Write};
+            let mut stream = stream;
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let _ = stream.write_all(
+                b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+#[test]
+fn doctor_checks_the_model_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let nobody = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let out = forgehand(
+        &["doctor"],
+        &[("FORGEHAND_MODEL__BASE_URL", &nobody)],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("model              PROBLEM: cannot reach the model at")
+            && stdout.contains("Set model.base_url"),
+        "{stdout}"
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no configuration file"),
+        "doctor says which file it read: {stderr}"
+    );
+    let url = answering_server();
+    let out = forgehand(
+        &["doctor"],
+        &[("FORGEHAND_MODEL__BASE_URL", &url)],
+        dir.path(),
+    );
+    assert!(
+        text(&out.stdout).contains(&format!("model              ok: {url} answers")),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn doctor_reports_each_backend_and_the_rootfs() {
     let dir = tempfile::tempdir().unwrap();
-    let out = forgehand(&["doctor"], &[], dir.path());
+    let url = answering_server();
+    let model = [("FORGEHAND_MODEL__BASE_URL", url.as_str())];
+    let out = forgehand(&["doctor"], &model, dir.path());
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("backend microvm    NOT usable"), "{stdout}");
@@ -163,7 +220,10 @@ fn doctor_reports_each_backend_and_the_rootfs() {
 
     let out = forgehand(
         &["doctor"],
-        &[("FORGEHAND_SANDBOX__ROOTFS", "/nonexistent/rootfs")],
+        &[
+            ("FORGEHAND_SANDBOX__ROOTFS", "/nonexistent/rootfs"),
+            model[0],
+        ],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(1));

@@ -22,20 +22,41 @@ use std::path::{Path, PathBuf};
 
 use git2::{Diff, DiffOptions, Index, Repository};
 
+use crate::destructive::{self, Removal};
 use crate::integrity::audit::MAX_LISTED;
 use crate::integrity::{
     self, Audit, Class, Ignores, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
 };
 use crate::markdown;
-use crate::secrets::{Finding, Place, ScanError, SecretScanner};
+use crate::secrets::{Finding, Place, ScanError, SecretKind, SecretScanner};
 
 /// What the operator and the maintainers allow for this job.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GatePolicy {
     /// Push changes to the catalogue's paths (CI definitions, instruction
     /// files, CODEOWNERS, build entry points, ...) and symlinks that leave
     /// the tree.
     pub allow_sensitive: bool,
+    /// Push a change that removes more than `max_removed_share` of the
+    /// tracked files or bytes, or every file.
+    pub allow_destructive: bool,
+    /// The share (0 to 1) of the tracked files, or of their bytes, a
+    /// change may delete or empty before it is `destructive`.
+    pub max_removed_share: f64,
+}
+
+/// The share of the tracked files or bytes a change may remove, unless
+/// the operator says otherwise (`gate.max_removed_share`).
+pub const DEFAULT_MAX_REMOVED_SHARE: f64 = 0.5;
+
+impl Default for GatePolicy {
+    fn default() -> Self {
+        GatePolicy {
+            allow_sensitive: false,
+            allow_destructive: false,
+            max_removed_share: DEFAULT_MAX_REMOVED_SHARE,
+        }
+    }
 }
 
 /// What the gate checks against.
@@ -120,6 +141,9 @@ pub struct GateReport {
     /// [`integrity::audit::MAX_LISTED`]; `left_out_more` counts the rest).
     pub left_out: Vec<LeftOut>,
     pub left_out_more: usize,
+    /// What the change removes, when that is more than the policy's
+    /// share (refused, or pushed because a maintainer allowed it).
+    pub removal: Option<Removal>,
 }
 
 /// Lines of a list beyond this are counted, not shown: a pull request
@@ -170,6 +194,14 @@ impl GateReport {
                         line: *line,
                     },
                     Place::FileName { file } => Place::FileName { file: code(file) },
+                    Place::Archive { file, member } => Place::Archive {
+                        file: code(file),
+                        member: if member.is_empty() {
+                            String::new()
+                        } else {
+                            code(member)
+                        },
+                    },
                     other => other.clone(),
                 };
                 let finding = Finding {
@@ -177,7 +209,8 @@ impl GateReport {
                     kind: s.kind.clone(),
                 };
                 format!("secret: {finding}")
-            }));
+            }))
+            .chain(self.removal.iter().map(|r| format!("destructive: {r}")));
         markdown_list(lines)
     }
 
@@ -220,6 +253,7 @@ pub enum RefusalReason {
     TooLarge,
     Secret,
     Sensitive,
+    Destructive,
 }
 
 impl RefusalReason {
@@ -230,6 +264,7 @@ impl RefusalReason {
             RefusalReason::TooLarge => "too_large",
             RefusalReason::Secret => "secret",
             RefusalReason::Sensitive => "sensitive",
+            RefusalReason::Destructive => "destructive",
         }
     }
 }
@@ -253,6 +288,10 @@ impl fmt::Display for Refusal {
             RefusalReason::Sensitive => {
                 "not pushed: the changes touch sensitive files; a maintainer can say \
                  `/forgehand allow-sensitive` to push them"
+            }
+            RefusalReason::Destructive => {
+                "not pushed: the change removes most of the repository; a maintainer can say \
+                 `/forgehand allow-destructive` to push it"
             }
         };
         write!(f, "{headline}\n{}", self.report.to_markdown())
@@ -381,10 +420,21 @@ fn decide(
         });
         return Ok(Some(RefusalReason::TooLarge));
     }
-    report.secrets = checks.scanner.scan_diff(&working_diff(repo, limits)?)?;
+    let diff = working_diff(repo, limits)?;
+    report.secrets = checks.scanner.scan_diff(&diff)?;
+    report
+        .secrets
+        .extend(archives(&tree, &diff, checks.scanner)?);
     report.secrets.extend(checks.scanner.scan_message(message));
     if !report.secrets.is_empty() {
         return Ok(Some(RefusalReason::Secret));
+    }
+    let removal = destructive::measure(repo)?;
+    if removal.is_destructive(checks.policy.max_removed_share) {
+        report.removal = Some(removal);
+        if !checks.policy.allow_destructive {
+            return Ok(Some(RefusalReason::Destructive));
+        }
     }
     let refused = report.sensitive().next().is_some() && !checks.policy.allow_sensitive;
     Ok(refused.then_some(RefusalReason::Sensitive))
@@ -403,6 +453,72 @@ fn mask_paths(report: &mut GateReport, scanner: &SecretScanner) {
             mask(path);
         }
     }
+}
+
+/// The host's secrets inside the archives the change adds or changes
+/// (gzip, zip, tar: `secrets::archive`), and the archives that cannot be
+/// scanned. Only regular files are opened (a link is not followed), and
+/// none larger than the audit let through.
+fn archives(
+    tree: &Path,
+    diff: &Diff<'_>,
+    scanner: &SecretScanner,
+) -> Result<Vec<Finding>, GateError> {
+    use crate::secrets::archive::{is_archive, ArchiveBudget, ArchiveProblem};
+    use std::io::Read;
+    let mut findings = Vec::new();
+    for delta in diff.deltas() {
+        if !matches!(
+            delta.status(),
+            git2::Delta::Added
+                | git2::Delta::Modified
+                | git2::Delta::Untracked
+                | git2::Delta::Typechange
+        ) {
+            continue;
+        }
+        let Some(rel) = delta.new_file().path() else {
+            continue;
+        };
+        let path = tree.join(rel);
+        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        if !is_file {
+            continue;
+        }
+        let Ok(mut file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let mut head = [0u8; 512];
+        let mut read = 0;
+        while read < head.len() {
+            match file.read(&mut head[read..]) {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(_) => break,
+            }
+        }
+        if !is_archive(&head[..read]) {
+            continue;
+        }
+        let mut bytes = head[..read].to_vec();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| GateError::Snapshot(SnapshotError::io(&path, e)))?;
+        let shown = integrity::shown(rel);
+        for found in scanner.scan_archive(&bytes, ArchiveBudget::default()) {
+            let kind = match found.what {
+                ArchiveProblem::Secret(kind) => kind,
+                other => SecretKind::Unscannable(other.to_string()),
+            };
+            findings.push(Finding {
+                place: Place::Archive {
+                    file: shown.clone(),
+                    member: found.member,
+                },
+                kind,
+            });
+        }
+    }
+    Ok(findings)
 }
 
 /// Of the files above the limit, those git would read: not one it

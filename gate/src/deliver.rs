@@ -31,7 +31,7 @@ impl Delivery {
 #[derive(Debug, thiserror::Error)]
 pub enum DeliverError<P> {
     #[error("{0}")]
-    Refused(Refusal),
+    Refused(Box<Refusal>),
     #[error(transparent)]
     Gate(#[from] GateError),
     #[error("cannot commit: {0}")]
@@ -52,7 +52,8 @@ pub fn deliver<P>(
     request: &CommitRequest<'_>,
     push: Option<Push<'_, P>>,
 ) -> Result<Delivery, DeliverError<P>> {
-    let cleared = check::check(repo, &checks, request.message)?.map_err(DeliverError::Refused)?;
+    let cleared = check::check(repo, &checks, request.message)?
+        .map_err(|r| DeliverError::Refused(Box::new(r)))?;
     let oid = commit::commit_all(repo, bot, request).map_err(DeliverError::Commit)?;
     let pushed = match (oid, push) {
         (Some(_), Some(push)) => {

@@ -7,7 +7,9 @@
 //! - [`secrets`]: the host's secrets and secret-shaped text in the diff,
 //!   the file names and the commit message, and the redaction of text
 //!   that leaves for the forge;
-//! - [`check`]: the gate's decision from both;
+//! - [`destructive`](mod@destructive): what a change removes of the
+//!   tracked files, refused past a share;
+//! - [`check`]: the gate's decision from all three;
 //! - [`commit`]: the bot's commit;
 //! - [`deliver`](mod@deliver): gate, commit, push (the caller's), in that order;
 //! - [`markdown`]: text from outside (paths the agent chose, a
@@ -17,16 +19,18 @@
 pub mod check;
 pub mod commit;
 pub mod deliver;
+pub mod destructive;
 pub mod integrity;
 pub mod markdown;
 pub mod secrets;
 
 pub use check::{
     before, check, locations, working_diff, Checks, Cleared, GateError, GatePolicy, GateReport,
-    Oversize, Refusal, RefusalReason,
+    Oversize, Refusal, RefusalReason, DEFAULT_MAX_REMOVED_SHARE,
 };
 pub use commit::{commit_all, tree_to_commit, BotIdentity, CommitRequest};
 pub use deliver::{deliver, DeliverError, Delivery, Push};
+pub use destructive::Removal;
 pub use integrity::{
     compare, snapshot, Class, IntegrityFinding, LeftOut, Snapshot, SnapshotError, TreeLimits,
     DEFAULT_MAX_FILE_BYTES,

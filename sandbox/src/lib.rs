@@ -10,7 +10,7 @@
 
 mod error;
 mod output;
-mod owner;
+pub mod owner;
 mod spec;
 
 pub mod choose;

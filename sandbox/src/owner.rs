@@ -34,6 +34,27 @@ pub(crate) fn owner_is_gone(name: &str) -> bool {
     process_start(pid) != Some(start)
 }
 
+/// This process, as `<pid> <start time>`: written beside what it owns
+/// on disk, so another process can tell whether the owner still runs.
+pub fn this_process() -> String {
+    let pid = std::process::id();
+    format!("{pid} {}", process_start(pid).unwrap_or(0))
+}
+
+/// Whether the process `owner` ([`this_process`]'s form) still runs:
+/// the pid alive with the same start time. What is not of that form is
+/// taken to be alive (not ours to judge).
+pub fn is_alive(owner: &str) -> bool {
+    let mut parts = owner.split_whitespace();
+    let (Some(Ok(pid)), Some(Ok(start))) = (
+        parts.next().map(str::parse::<u32>),
+        parts.next().map(str::parse::<u64>),
+    ) else {
+        return true;
+    };
+    process_start(pid) == Some(start)
+}
+
 /// Start time of a process (clock ticks since boot): with the pid, it
 /// names a process even after the pid is reused.
 fn process_start(pid: u32) -> Option<u64> {

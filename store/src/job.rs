@@ -58,6 +58,9 @@ pub enum Command {
     /// `/forgehand allow-sensitive`: a maintainer lets the agent's changes
     /// to CI definitions, instruction files and the like be pushed.
     AllowSensitive,
+    /// `/forgehand allow-destructive`: a maintainer lets a change that
+    /// removes most of the repository be pushed.
+    AllowDestructive,
 }
 
 impl Command {
@@ -80,6 +83,7 @@ impl Command {
             Command::Go => JobKind::Go,
             Command::Help => JobKind::Help,
             Command::AllowSensitive => JobKind::AllowSensitive,
+            Command::AllowDestructive => JobKind::AllowDestructive,
         }
     }
 }
@@ -122,6 +126,9 @@ pub enum JobKind {
     #[serde(rename = "command.allow_sensitive")]
     #[sqlx(rename = "command.allow_sensitive")]
     AllowSensitive,
+    #[serde(rename = "command.allow_destructive")]
+    #[sqlx(rename = "command.allow_destructive")]
+    AllowDestructive,
     #[serde(rename = "explain_command_error")]
     #[sqlx(rename = "explain_command_error")]
     ExplainCommandError,
@@ -131,7 +138,7 @@ pub enum JobKind {
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 12] = [
+    pub const ALL: [JobKind; 13] = [
         JobKind::Labeled,
         JobKind::Assigned,
         JobKind::Request,
@@ -142,6 +149,7 @@ impl JobKind {
         JobKind::Go,
         JobKind::Help,
         JobKind::AllowSensitive,
+        JobKind::AllowDestructive,
         JobKind::ExplainCommandError,
         JobKind::Review,
     ];
@@ -159,6 +167,7 @@ impl JobKind {
             JobKind::Go => "command.go",
             JobKind::Help => "command.help",
             JobKind::AllowSensitive => "command.allow_sensitive",
+            JobKind::AllowDestructive => "command.allow_destructive",
             JobKind::ExplainCommandError => "explain_command_error",
             JobKind::Review => "review",
         }

@@ -39,6 +39,13 @@ pub struct Story {
     forgehand: Option<Child>,
     base: String,
     client: reqwest::Client,
+    /// The webhook secret and operator token: the story's own, or what
+    /// the quick start wrote ([`Story::first_run`]).
+    webhook_secret: String,
+    api_token: String,
+    /// Where `forgehand serve` runs: the story's directory, or a fresh
+    /// one of its own.
+    cwd: PathBuf,
 }
 
 impl Story {
@@ -101,6 +108,80 @@ impl Story {
         story
     }
 
+    /// The installation a new user has: the quick start's configuration,
+    /// written by the quick start's own step (`write_config` of
+    /// scripts/lib.sh) with its data directory in the story's directory,
+    /// and `forgehand serve` started on it from a fresh working
+    /// directory. Only what the user adds afterwards is set beside it:
+    /// the forge's address and token (as `forgehand setup` would be told
+    /// them), the model server, and a free port. No path, no sandbox
+    /// backend, no timing is set: each is the default.
+    pub async fn first_run(kind: Kind, script: Vec<Step>) -> Story {
+        let mut story = Self::build(kind, script, &[], false).await;
+        let config = story.dir.path().join("etc/forgehand.toml");
+        let data = story.dir.path().join("var/lib/forgehand");
+        let written = quick_start_config(&config, &data, story.dir.path());
+        story.webhook_secret = written.webhook_secret;
+        story.api_token = written.api_token;
+        let cwd = story.dir.path().join("fresh");
+        std::fs::create_dir_all(&cwd).unwrap();
+        story.cwd = cwd;
+        let listen = story.base.trim_start_matches("http://").to_owned();
+        let mut env = vec![
+            ("FORGEHAND_CONFIG".to_owned(), config.display().to_string()),
+            (
+                "HOME".to_owned(),
+                story.dir.path().join("home").display().to_string(),
+            ),
+            ("FORGEHAND_SERVER__LISTEN".to_owned(), listen),
+            (
+                "FORGEHAND_MODEL__BASE_URL".to_owned(),
+                story.model.url_for("openai"),
+            ),
+            (
+                "FORGEHAND_MODEL__NAME".to_owned(),
+                "scripted-model".to_owned(),
+            ),
+        ];
+        env.extend(match kind {
+            Kind::GitHub => [
+                (
+                    "FORGEHAND_GITHUB__API_URL".to_owned(),
+                    story.forge.base_url.clone(),
+                ),
+                ("FORGEHAND_GITHUB__TOKEN".to_owned(), TOKEN.to_owned()),
+            ],
+            Kind::Gitea => [
+                (
+                    "FORGEHAND_GITEA__BASE_URL".to_owned(),
+                    story.forge.base_url.clone(),
+                ),
+                ("FORGEHAND_GITEA__TOKEN".to_owned(), TOKEN.to_owned()),
+            ],
+        });
+        story.env = env;
+        story.start_forgehand().await;
+        let hook = match kind {
+            Kind::GitHub => "github",
+            Kind::Gitea => "gitea",
+        };
+        let secret = story.webhook_secret.clone();
+        story
+            .forge
+            .add_webhook(&format!("{}/webhooks/{hook}", story.base), &secret);
+        story
+    }
+
+    /// Where the quick start's configuration keeps the data.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("var/lib/forgehand")
+    }
+
+    /// The working directory `forgehand` runs in.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
     /// Everything but Forgehand started.
     async fn build(kind: Kind, script: Vec<Step>, env: &[(&str, &str)], app: bool) -> Story {
         let dir = tempfile::tempdir().unwrap();
@@ -155,10 +236,13 @@ impl Story {
             forge,
             model,
             project,
-            dir,
             forgehand: None,
             base: format!("http://127.0.0.1:{port}"),
             client: reqwest::Client::new(),
+            webhook_secret: WEBHOOK_SECRET.to_owned(),
+            api_token: API_TOKEN.to_owned(),
+            cwd: dir.path().to_owned(),
+            dir,
         }
     }
 
@@ -168,13 +252,13 @@ impl Story {
     }
 
     /// The webhook secret the story configures for the forge.
-    pub fn webhook_secret(&self) -> &'static str {
-        WEBHOOK_SECRET
+    pub fn webhook_secret(&self) -> &str {
+        &self.webhook_secret
     }
 
     /// The operator API's token.
-    pub fn api_token(&self) -> &'static str {
-        API_TOKEN
+    pub fn api_token(&self) -> &str {
+        &self.api_token
     }
 
     /// `forgehand ARGS…` with serve's settings and working directory,
@@ -201,7 +285,7 @@ impl Story {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(self.dir.path())
+            .current_dir(&self.cwd)
             .stdin(Stdio::null());
         command
     }
@@ -219,7 +303,7 @@ impl Story {
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(self.dir.path())
+            .current_dir(&self.cwd)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -296,7 +380,7 @@ impl Story {
         let response = self
             .client
             .get(format!("{}{path}", self.base))
-            .bearer_auth(API_TOKEN)
+            .bearer_auth(&self.api_token)
             .send()
             .await
             .unwrap_or_else(|e| panic!("GET {path}: {e}"));
@@ -546,4 +630,49 @@ pub fn host_processes_with(needle: &str) -> Vec<u32> {
             (pid != me && cmdline.contains(needle) && !cmdline.contains("cargo")).then_some(pid)
         })
         .collect()
+}
+
+/// What the quick start's configuration step wrote.
+pub struct QuickStartConfig {
+    pub webhook_secret: String,
+    pub api_token: String,
+    /// What it said.
+    pub said: String,
+}
+
+/// Runs the quick start's configuration step (`write_config` in
+/// scripts/lib.sh, as deploy/quickstart.sh calls it) for the forgehand
+/// binary under test, writing `config` with its data in `data`; `home`
+/// is the user's home. Returns the secrets it wrote.
+pub fn quick_start_config(config: &Path, data: &Path, home: &Path) -> QuickStartConfig {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#"repo="$1" && . "$repo/scripts/lib.sh" && write_config "$2" "$3" "$4""#)
+        .arg("write_config")
+        .arg(repo)
+        .arg(forgehand_binary())
+        .arg(config)
+        .arg(data)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .output()
+        .expect("bash runs");
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "write_config failed: {said}");
+    let text = std::fs::read_to_string(config).unwrap();
+    let value = |section: &str, key: &str| -> String {
+        let table: toml::Table = text.parse().unwrap();
+        let item = &table[section][key];
+        match item {
+            toml::Value::Array(items) => items[0].as_str().unwrap().to_owned(),
+            other => other.as_str().unwrap().to_owned(),
+        }
+    };
+    QuickStartConfig {
+        webhook_secret: value("github", "webhook_secret"),
+        api_token: value("api", "token"),
+        said,
+    }
 }

@@ -45,6 +45,9 @@ impl Project {
         index
             .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
             .unwrap();
+        // As `git add` leaves it: a repository whose index was never
+        // written shows every file untracked, and `run` refuses it.
+        index.write().unwrap();
         let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
         let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
         git.commit(Some("HEAD"), &sig, &sig, "start", &tree, &[])
@@ -54,6 +57,21 @@ impl Project {
 
     fn repo(&self) -> PathBuf {
         self.root.path().join("repo")
+    }
+
+    /// Commits `path` with `text` on the repository's branch.
+    fn commit(&self, path: &str, text: &str) {
+        let repo = self.repo();
+        std::fs::write(repo.join(path), text).unwrap();
+        let git = git2::Repository::open(&repo).unwrap();
+        let mut index = git.index().unwrap();
+        index.add_path(Path::new(path)).unwrap();
+        index.write().unwrap();
+        let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
+        let parent = git.head().unwrap().peel_to_commit().unwrap();
+        let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
+        git.commit(Some("HEAD"), &sig, &sig, path, &tree, &[&parent])
+            .unwrap();
     }
 
     /// Runs `forgehand run --json` with `dialect` against `server`, with
@@ -134,7 +152,7 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
     let server = ModelServer::start(good_script()).await.unwrap();
     let (code, report) =
         tokio::task::block_in_place(|| project.run(&server, dialect, QUICK_RETRIES));
-    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(report["status"], "untested", "{report:#}");
     assert_eq!(code, 0);
     assert_eq!(report["config"]["origin"], "flag", "{report:#}");
     assert!(report["config"]["path"]
@@ -349,7 +367,7 @@ async fn an_overflowing_context_is_shortened_and_the_run_goes_on() {
     let (code, report) = tokio::task::block_in_place(|| {
         project.run(&server, "openai", "[agent]\ncontext_tokens = 6000\n")
     });
-    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(report["status"], "untested", "{report:#}");
     assert_eq!(code, 0);
     let events = transcript(&report);
     assert!(
@@ -380,7 +398,7 @@ async fn a_429_with_retry_after_is_retried_and_succeeds() {
         )
     });
     let elapsed = started.elapsed();
-    assert_eq!(report["status"], "succeeded", "{report:#}");
+    assert_eq!(report["status"], "untested", "{report:#}");
     assert_eq!(code, 0);
     assert!(
         elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(15),
@@ -426,7 +444,7 @@ async fn malformed_tool_arguments_get_a_validation_error_the_model_corrects() {
         let server = ModelServer::start(steps).await.unwrap();
         let (code, report) =
             tokio::task::block_in_place(|| project.run(&server, dialect, QUICK_RETRIES));
-        assert_eq!(report["status"], "succeeded", "{dialect}: {report:#}");
+        assert_eq!(report["status"], "untested", "{dialect}: {report:#}");
         assert_eq!(code, 0);
         let events = transcript(&report);
         let tools = tool_events(&events);
@@ -468,6 +486,7 @@ async fn no_file_tool_reaches_a_host_file() {
         let mut index = git.index().unwrap();
         index.add_path(Path::new("planted")).unwrap();
         index.add_path(Path::new("planted-dir")).unwrap();
+        index.write().unwrap();
         let tree = git.find_tree(index.write_tree().unwrap()).unwrap();
         let sig = git2::Signature::now("Dev", "dev@example.invalid").unwrap();
         let parent = git.head().unwrap().peel_to_commit().unwrap();
@@ -555,6 +574,7 @@ async fn an_unreachable_model_is_named_with_what_to_configure() {
         ])
         .arg(format!("http://127.0.0.1:{port}/v1"))
         .current_dir(cwd)
+        .env("HOME", cwd.join("home"))
         .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
         .env("FORGEHAND_GIT__WORK_DIR", cwd.join("jobs"))
         .env("FORGEHAND_AGENT__TRANSCRIPT_DIR", cwd.join("transcripts"))
@@ -562,10 +582,21 @@ async fn an_unreachable_model_is_named_with_what_to_configure() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
+    // Asked first (its model list, nothing billed), and named by the flag
+    // that set it (issue 24: it said model.base_url, after the
+    // environment was built).
+    let first = stdout.lines().next().unwrap_or_default();
     assert!(
-        stdout.contains(&format!("failed (model_error): cannot reach the model at http://127.0.0.1:{port}/v1/chat/completions"))
-            && stdout.contains("model.base_url"),
+        first.starts_with(&format!(
+            "failed (model_error): cannot reach the model at http://127.0.0.1:{port}/v1/models"
+        )) && first.contains("Set --base-url to where it listens"),
         "{stdout}"
+    );
+    assert!(
+        !cwd.join("home/.local/state/forgehand/environments")
+            .exists()
+            && !cwd.join("jobs/checkouts").exists(),
+        "nothing was made before the model answered"
     );
     assert!(server.requests().is_empty());
 }
@@ -639,15 +670,14 @@ async fn a_forgehand_toml_in_the_repository_does_not_configure_the_run() {
     let planted = project.root.path().join("transcripts-the-repository-chose");
     // The repository, not the operator, wrote this file; `forgehand run`
     // is started inside the repository.
-    std::fs::write(
-        project.repo().join("forgehand.toml"),
-        format!(
+    project.commit(
+        "forgehand.toml",
+        &format!(
             "[model]\nbase_url = \"{}/v1\"\n[agent]\ntranscript_dir = \"{}\"\n",
             canary.url,
             planted.display()
         ),
-    )
-    .unwrap();
+    );
     let cwd = project.root.path();
     let out = tokio::task::block_in_place(|| {
         Command::new(forgehand_binary())
@@ -659,6 +689,7 @@ async fn a_forgehand_toml_in_the_repository_does_not_configure_the_run() {
             .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
             .env("FORGEHAND_MODEL__API_KEY", API_KEY)
             .env("FORGEHAND_MODEL__MAX_RETRIES", "0")
+            .env("HOME", cwd.join("home"))
             .env("FORGEHAND_GIT__WORK_DIR", cwd.join("jobs"))
             .env("FORGEHAND_AGENT__TRANSCRIPT_DIR", cwd.join("transcripts"))
             .output()
@@ -695,6 +726,7 @@ async fn a_forgehand_toml_in_the_repository_does_not_configure_the_run() {
             .env("FORGEHAND_SANDBOX__ROOTFS", rootfs())
             .env("FORGEHAND_MODEL__MAX_RETRIES", "0")
             .env("FORGEHAND_GIT__WORK_DIR", cwd.join("jobs"))
+            .env("FORGEHAND_SERVER__DATA_DIR", cwd.join("data"))
             .output()
             .expect("the forgehand binary runs")
     });

@@ -373,9 +373,12 @@ macro_rules! catalogue {
 
 const STRICT: GatePolicy = GatePolicy {
     allow_sensitive: false,
+    allow_destructive: false,
+    max_removed_share: forgehand_gate::DEFAULT_MAX_REMOVED_SHARE,
 };
 const ALLOW: GatePolicy = GatePolicy {
     allow_sensitive: true,
+    ..STRICT
 };
 
 fn tamper(script: &'static str, findings: &[&'static str]) -> Case {

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use forgehand_sandbox::Readiness;
 
-use super::doctor_forge::Verdict;
+use super::doctor_forge::{Line, Verdict};
 use crate::config::Config;
 use crate::sandboxes;
 
@@ -60,7 +60,10 @@ pub async fn doctor(
             }
         }
     }
-    for line in super::doctor_forge::checks(config, repo).await {
+    let mut lines = vec![model_line(config).await];
+    lines.extend(registry_lines(config).await);
+    lines.extend(super::doctor_forge::checks(config, repo).await);
+    for line in lines {
         let (mark, detail) = match &line.verdict {
             Verdict::Ok(d) => ("ok", d),
             Verdict::Problem(d) => {
@@ -72,4 +75,67 @@ pub async fn doctor(
         writeln!(out, "{:<18} {mark}: {detail}", line.what)?;
     }
     Ok(if healthy { 0 } else { 1 })
+}
+
+/// Whether the model server answers (`run` and `serve` both need it):
+/// its model list asked for, nothing billed.
+async fn model_line(config: &Config) -> Line {
+    let settings = config.model.settings();
+    let url = settings.base_url.clone();
+    let verdict = match crate::model::ModelClient::new(settings) {
+        Ok(client) => match client.probe().await {
+            Ok(()) => Verdict::Ok(format!(
+                "{url} answers (model.name = {})",
+                config.model.name
+            )),
+            Err(e) => Verdict::Problem(e.to_string()),
+        },
+        Err(e) => Verdict::Problem(e.to_string()),
+    };
+    Line {
+        what: "model",
+        verdict,
+    }
+}
+
+/// Whether each registry an environment's setup may reach answers a
+/// connection (through `environment.upstream_proxy` when one is set, by
+/// a connection to the proxy): a repository whose setup needs it would
+/// fail otherwise.
+async fn registry_lines(config: &Config) -> Vec<Line> {
+    let hosts = &config.environment.allow_hosts;
+    if hosts.is_empty() {
+        return vec![Line {
+            what: "registries",
+            verdict: Verdict::Note(
+                "environment.allow_hosts is empty: an environment that installs packages fails to set up (forgehand env hosts proposes this host's)".into(),
+            ),
+        }];
+    }
+    let mut lines = Vec::new();
+    for host in hosts {
+        let target = match &config.environment.upstream_proxy {
+            Some(proxy) => proxy
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .to_owned(),
+            None if host.contains(':') && !host.starts_with('[') => host.clone(),
+            None => format!("{host}:443"),
+        };
+        let connect = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            tokio::net::TcpStream::connect(target.clone()),
+        )
+        .await;
+        let verdict = match connect {
+            Ok(Ok(_)) => Verdict::Ok(format!("{host} answers a connection")),
+            Ok(Err(e)) => Verdict::Problem(format!("{host}: cannot connect to {target}: {e}")),
+            Err(_) => Verdict::Problem(format!("{host}: no connection to {target} within 5 s")),
+        };
+        lines.push(Line {
+            what: "registry",
+            verdict,
+        });
+    }
+    lines
 }

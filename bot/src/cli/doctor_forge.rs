@@ -51,7 +51,8 @@ pub async fn checks(config: &Config, repo: Option<&str>) -> Vec<Line> {
                     .into(),
             )
         } else {
-            Verdict::Problem("a webhook secret is set but no forge credential: jobs would fail (github.token, github.app_id, or gitea.token)".into())
+            // `forgehand run` needs no forge: only `serve`'s jobs would fail.
+            Verdict::Note("a webhook secret is set but no forge credential yet: `forgehand run` needs none, `serve`'s jobs would fail until one is set (forgehand setup github, or github.token, github.app_id, gitea.token)".into())
         };
         lines.push(line("forge", hint));
         return lines;

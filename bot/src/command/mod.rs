@@ -13,7 +13,8 @@
 //!   it is the request; if its first word is a command, it is that command,
 //!   otherwise an [`Addressed::Request`] in plain words.
 //! * Commands: `fix` and `plan` take free-text instructions; `retry`,
-//!   `stop`, `go`, `allow-sensitive` and `help` take nothing.
+//!   `stop`, `go`, `allow-sensitive`, `allow-destructive` and `help` take
+//!   nothing.
 //! * Instructions and requests run to the end of the line and on through the
 //!   following lines of the same paragraph: up to a blank line, a code block,
 //!   a quote, or a line that addresses the bot itself.
@@ -66,18 +67,20 @@ pub enum Subcommand {
     Stop,
     Retry,
     AllowSensitive,
+    AllowDestructive,
     Help,
 }
 
 impl Subcommand {
     /// Every subcommand, in the order help lists them.
-    pub const ALL: [Subcommand; 7] = [
+    pub const ALL: [Subcommand; 8] = [
         Subcommand::Fix,
         Subcommand::Plan,
         Subcommand::Go,
         Subcommand::Stop,
         Subcommand::Retry,
         Subcommand::AllowSensitive,
+        Subcommand::AllowDestructive,
         Subcommand::Help,
     ];
 
@@ -90,6 +93,7 @@ impl Subcommand {
             Subcommand::Stop => "stop",
             Subcommand::Retry => "retry",
             Subcommand::AllowSensitive => "allow-sensitive",
+            Subcommand::AllowDestructive => "allow-destructive",
             Subcommand::Help => "help",
         }
     }
@@ -115,6 +119,7 @@ impl Subcommand {
             Command::Stop => Subcommand::Stop,
             Command::Retry => Subcommand::Retry,
             Command::AllowSensitive => Subcommand::AllowSensitive,
+            Command::AllowDestructive => Subcommand::AllowDestructive,
             Command::Help => Subcommand::Help,
         }
     }
@@ -127,6 +132,7 @@ impl Subcommand {
             Subcommand::Stop => Command::Stop,
             Subcommand::Retry => Command::Retry,
             Subcommand::AllowSensitive => Command::AllowSensitive,
+            Subcommand::AllowDestructive => Command::AllowDestructive,
             Subcommand::Help => Command::Help,
         }
     }
@@ -166,6 +172,10 @@ pub fn help_text(bot_username: &str) -> String {
         (
             "allow-sensitive",
             "Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request).",
+        ),
+        (
+            "allow-destructive",
+            "Let my change be pushed though it deletes or empties most of the repository's files.",
         ),
         ("help", "Show this message."),
     ];

@@ -27,7 +27,7 @@ fn a_missing_command_lists_the_commands() {
     assert_eq!(
         error("/forgehand").to_string(),
         "I could not understand `/forgehand` (line 1, column 1): a command is missing after `/forgehand`. \
-         The commands are `fix`, `plan`, `go`, `stop`, `retry`, `allow-sensitive` and `help`.\n\
+         The commands are `fix`, `plan`, `go`, `stop`, `retry`, `allow-sensitive`, `allow-destructive` and `help`.\n\
          Say `/forgehand help` to see what I understand."
     );
 }
@@ -37,7 +37,7 @@ fn an_unknown_word_far_from_any_command_lists_the_commands() {
     assert_eq!(
         error("  /forgehand deploy to prod").to_string(),
         "I could not understand `/forgehand deploy to prod` (line 1, column 14): unknown command `deploy`. \
-         The commands are `fix`, `plan`, `go`, `stop`, `retry`, `allow-sensitive` and `help`.\n\
+         The commands are `fix`, `plan`, `go`, `stop`, `retry`, `allow-sensitive`, `allow-destructive` and `help`.\n\
          Say `/forgehand help` to see what I understand."
     );
 }

@@ -112,6 +112,7 @@ impl GitConfig {
                 .allow_sensitive
                 .iter()
                 .any(|r| r == "*" || r.eq_ignore_ascii_case(repo)),
+            ..GatePolicy::default()
         }
     }
 

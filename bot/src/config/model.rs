@@ -38,6 +38,10 @@ pub struct ModelConfig {
     pub max_output_tokens: u32,
     /// Dollars per million tokens, by model name.
     pub prices: BTreeMap<String, Price>,
+    /// Where `base_url` was set when not here: `forgehand run
+    /// --base-url` names its flag in what it says.
+    #[serde(skip)]
+    pub base_url_named: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
@@ -80,6 +84,7 @@ impl Default for ModelConfig {
             retry_max_ms: 60_000,
             max_output_tokens: 8192,
             prices: BTreeMap::new(),
+            base_url_named: None,
         }
     }
 }
@@ -105,6 +110,10 @@ impl ModelConfig {
         ModelSettings {
             provider: self.provider,
             base_url: self.base_url.clone(),
+            base_url_named: self
+                .base_url_named
+                .clone()
+                .unwrap_or_else(|| "model.base_url (FORGEHAND_MODEL__BASE_URL)".into()),
             api_key: self.api_key.clone(),
             name: self.name.clone(),
             timeout: Duration::from_secs(self.timeout_secs),

@@ -20,6 +20,10 @@ const MAX_RETENTION_DAYS: u32 = 36_500;
 pub struct ServerConfig {
     /// Address the HTTP server binds.
     pub listen: String,
+    /// Where Forgehand keeps its data: the mirrors, working copies,
+    /// transcripts, environments and a created GitHub App go beneath it
+    /// unless their own keys say otherwise (see `config/paths.rs`).
+    pub data_dir: std::path::PathBuf,
     /// The address the forges and people reach Forgehand at
     /// (`https://forgehand.example.com`): webhook URLs, the set-up pages'
     /// redirects, links. Unset: the set-up commands say to set it.
@@ -89,6 +93,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             listen: "127.0.0.1:8080".into(),
+            data_dir: "forgehand-data".into(),
             public_url: None,
             // What GitHub sends at most.
             max_body_bytes: 25 * 1024 * 1024,

@@ -24,7 +24,19 @@ fn defaults_match_the_documented_contract() {
     std::fs::write(&path, "").unwrap();
     let c = Config::load_from(Some(&path), env(&[])).unwrap();
     assert_eq!(c.server.listen, "127.0.0.1:8080");
-    assert_eq!(c.database.url, "sqlite://forgehand.db");
+    // Relative paths are the working directory's, made absolute at load.
+    let cwd = std::env::current_dir().unwrap();
+    assert_eq!(
+        c.database.url,
+        format!("sqlite://{}/forgehand.db", cwd.display())
+    );
+    let data = cwd.join("forgehand-data");
+    assert_eq!(c.server.data_dir, data);
+    assert_eq!(c.git.mirror_dir, data.join("mirrors"));
+    assert_eq!(c.git.work_dir, data.join("jobs"));
+    assert_eq!(c.agent.transcript_dir, data.join("transcripts"));
+    assert_eq!(c.environment.cache_dir, data.join("environments"));
+    assert_eq!(c.github.app_dir, data.join("github-app"));
     assert_eq!(c.bot.label, "forgehand");
     assert_eq!(c.bot.username, "forgehand");
     assert_eq!(c.server.max_body_bytes, 25 * 1024 * 1024);
@@ -180,16 +192,12 @@ fn sandbox_errors_name_the_key() {
         .to_string();
     assert!(err.contains("docker") && err.contains("namespace"), "{err}");
 
-    let f = file("[sandbox]\nmemory_mib = 8\nrootfs = \"relative/dir\"\n[sandbox.env]\n\"BAD-NAME\" = \"x\"\n");
+    let f = file("[sandbox]\nmemory_mib = 8\n[sandbox.env]\n\"BAD-NAME\" = \"x\"\n");
     let err = Config::load_from(Some(f.path()), env(&[]))
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("sandbox.memory_mib: must be at least 64"),
-        "{err}"
-    );
-    assert!(
-        err.contains("sandbox.rootfs: `relative/dir` must be an absolute path"),
         "{err}"
     );
     assert!(
@@ -447,4 +455,61 @@ fn sandbox_limits_past_the_kernels_are_refused_by_key() {
     assert!(err.contains("sandbox.max_pids: at most 4194304"), "{err}");
     let f = file("[sandbox]\nvcpus = 1024\nmax_pids = 4194304\n");
     Config::load_from(Some(f.path()), env(&[])).unwrap();
+}
+
+/// Issue 24, finding 1: the default relative `git.work_dir` reached
+/// libgit2 relative, and the checkouts the agent saw were empty. Every
+/// path is absolute once loaded; data paths left unset go beneath
+/// `server.data_dir`, which with no configuration file is the user's
+/// state directory, never the working directory.
+#[test]
+fn every_path_is_absolute_and_data_goes_where_the_file_or_its_absence_says() {
+    let cwd = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let home_env = vec![("HOME".to_owned(), home.path().display().to_string())];
+    let places = Places::new(cwd.path().to_owned(), false, &home_env);
+    let c = Config::load_in(None, home_env.clone(), &places).unwrap();
+    let state = home.path().join(".local/state/forgehand");
+    assert_eq!(c.server.data_dir, state);
+    assert_eq!(c.git.work_dir, state.join("jobs"));
+    assert_eq!(c.environment.cache_dir, state.join("environments"));
+    assert!(c.data_inside(cwd.path()).is_empty());
+
+    let f = file("[server]\ndata_dir = \"data\"\n[git]\nwork_dir = \"../elsewhere/jobs\"\n[agent]\nprompts_dir = \"prompts\"\n[sandbox]\nrootfs = \"guest\"\n");
+    let places = Places::new(cwd.path().join("sub"), true, &home_env);
+    let c = Config::load_in(Some(f.path()), home_env, &places).unwrap();
+    assert_eq!(c.server.data_dir, cwd.path().join("sub/data"));
+    assert_eq!(c.git.mirror_dir, cwd.path().join("sub/data/mirrors"));
+    assert_eq!(
+        c.git.work_dir,
+        cwd.path().join("elsewhere/jobs"),
+        "set: relative to the working directory"
+    );
+    assert_eq!(
+        c.agent.prompts_dir.as_deref(),
+        Some(cwd.path().join("sub/prompts").as_path())
+    );
+    assert_eq!(c.sandbox.rootfs, cwd.path().join("sub/guest"));
+    // Data inside the repository `run` works on is named.
+    let inside = c.data_inside(&cwd.path().join("sub"));
+    let keys: Vec<&str> = inside.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "git.mirror_dir",
+            "agent.transcript_dir",
+            "environment.cache_dir"
+        ]
+    );
+}
+
+/// Issue 24, finding 7: `check-config` printed unset secrets as
+/// `token = ""`, which reads as set.
+#[test]
+fn unset_secrets_are_left_out_of_the_printed_configuration() {
+    let c = Config::load_from(None, env(&[("FORGEHAND_API__TOKEN", "api-secret-value")])).unwrap();
+    let shown = c.to_redacted_toml();
+    assert!(!shown.contains("token = \"\""), "{shown}");
+    assert!(shown.contains("token = \"<redacted>\""), "{shown}");
+    assert!(!shown.contains("api-secret-value"), "{shown}");
 }

@@ -99,21 +99,17 @@ pub(super) async fn complete(
     };
     let body = serde_json::to_value(&request)
         .map_err(|e| ModelError::Malformed(format!("cannot encode the request: {e}")))?;
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        HeaderName::from_static("anthropic-version"),
-        HeaderValue::from_static(API_VERSION),
-    );
-    if let Some(key) = &settings.api_key {
-        let mut value = HeaderValue::from_str(key.expose_secret()).map_err(|_| {
-            ModelError::Malformed("model.api_key is not a valid header value".into())
-        })?;
-        value.set_sensitive(true);
-        headers.insert(HeaderName::from_static("x-api-key"), value);
-    }
+    let headers = headers(settings)?;
     let url = endpoint(&settings.base_url, "v1/messages");
-    let (response_body, attempts) =
-        http::post_json(client, &url, headers, &body, settings.retry).await?;
+    let (response_body, attempts) = http::post_json(
+        client,
+        &url,
+        headers,
+        &body,
+        settings.retry,
+        &settings.base_url_named,
+    )
+    .await?;
     let response: Response = serde_json::from_value(response_body.clone())
         .map_err(|e| ModelError::Malformed(format!("not a Messages API answer: {e}")))?;
     let mut text = String::new();
@@ -214,4 +210,21 @@ fn to_wire(messages: &[Message]) -> Vec<WireMessage> {
         }
     }
     out
+}
+
+/// The API version, and the key when there is one.
+pub(super) fn headers(settings: &ModelSettings) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(API_VERSION),
+    );
+    if let Some(key) = &settings.api_key {
+        let mut value = HeaderValue::from_str(key.expose_secret()).map_err(|_| {
+            ModelError::Malformed("model.api_key is not a valid header value".into())
+        })?;
+        value.set_sensitive(true);
+        headers.insert(HeaderName::from_static("x-api-key"), value);
+    }
+    Ok(headers)
 }

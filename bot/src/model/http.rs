@@ -37,6 +37,7 @@ pub(super) async fn post_json(
     headers: reqwest::header::HeaderMap,
     body: &Value,
     policy: RetryPolicy,
+    named: &str,
 ) -> Result<(Value, u32), ModelError> {
     let mut attempt = 0u32;
     loop {
@@ -80,6 +81,7 @@ pub(super) async fn post_json(
                 return Err(ModelError::Unreachable {
                     url: url.to_owned(),
                     detail: root_cause(&e),
+                    named: named.to_owned(),
                 })
             }
             Err(e) => (
@@ -123,7 +125,7 @@ fn parse_retry_after(value: &str) -> Option<Duration> {
     )
 }
 
-fn root_cause(error: &reqwest::Error) -> String {
+pub(super) fn root_cause(error: &reqwest::Error) -> String {
     let mut source: &dyn std::error::Error = error;
     while let Some(next) = source.source() {
         source = next;

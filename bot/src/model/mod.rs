@@ -96,8 +96,15 @@ pub struct ModelReply {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
-    #[error("cannot reach the model at {url}: {detail}. Is the server running? Set model.base_url (FORGEHAND_MODEL__BASE_URL) to where it listens, e.g. http://127.0.0.1:11434/v1 for Ollama")]
-    Unreachable { url: String, detail: String },
+    #[error("cannot reach the model at {url}: {detail}. Is the server running? Set {named} to where it listens, e.g. http://127.0.0.1:11434/v1 for Ollama")]
+    Unreachable {
+        url: String,
+        detail: String,
+        /// Where the address came from, for the user to change it there.
+        named: String,
+    },
+    #[error("the model server at {url} refused the key ({status}): set model.api_key (FORGEHAND_MODEL__API_KEY) to a key it takes")]
+    Refused { url: String, status: u16 },
     #[error("the model server at {url} answered {status}: {detail}")]
     Status {
         url: String,
@@ -118,6 +125,9 @@ pub enum ModelError {
 pub struct ModelSettings {
     pub provider: Provider,
     pub base_url: String,
+    /// Where `base_url` was set, as the user would change it
+    /// (`--base-url`, or `model.base_url (FORGEHAND_MODEL__BASE_URL)`).
+    pub base_url_named: String,
     pub api_key: Option<SecretString>,
     pub name: String,
     pub timeout: Duration,
@@ -142,6 +152,36 @@ impl ModelClient {
 
     pub fn settings(&self) -> &ModelSettings {
         &self.settings
+    }
+
+    /// Whether the model server answers at all, before anything costly
+    /// is done for a run: any HTTP answer to its model list (`GET
+    /// …/models`) will do but a refused key; no model is called, nothing
+    /// is billed. Not retried: a server that is not there is said at once.
+    pub async fn probe(&self) -> Result<(), ModelError> {
+        let path = match self.settings.provider {
+            Provider::OpenAi => "models",
+            Provider::Anthropic => "v1/models",
+        };
+        let url = endpoint(&self.settings.base_url, path);
+        let headers = match self.settings.provider {
+            Provider::OpenAi => openai::headers(&self.settings)?,
+            Provider::Anthropic => anthropic::headers(&self.settings)?,
+        };
+        match self.http.get(&url).headers(headers).send().await {
+            Ok(answer) if matches!(answer.status().as_u16(), 401 | 403) => {
+                Err(ModelError::Refused {
+                    url,
+                    status: answer.status().as_u16(),
+                })
+            }
+            Ok(_) => Ok(()),
+            Err(e) => Err(ModelError::Unreachable {
+                url,
+                detail: http::root_cause(&e),
+                named: self.settings.base_url_named.clone(),
+            }),
+        }
     }
 
     /// One model call: the conversation so far and the tools; retried

@@ -45,18 +45,17 @@ pub(super) async fn complete(
     };
     let body = serde_json::to_value(&request)
         .map_err(|e| ModelError::Malformed(format!("cannot encode the request: {e}")))?;
-    let mut headers = HeaderMap::new();
-    if let Some(key) = &settings.api_key {
-        let mut value =
-            HeaderValue::from_str(&format!("Bearer {}", key.expose_secret())).map_err(|_| {
-                ModelError::Malformed("model.api_key is not a valid header value".into())
-            })?;
-        value.set_sensitive(true);
-        headers.insert(AUTHORIZATION, value);
-    }
+    let headers = headers(settings)?;
     let url = endpoint(&settings.base_url, "chat/completions");
-    let (response_body, attempts) =
-        http::post_json(client, &url, headers, &body, settings.retry).await?;
+    let (response_body, attempts) = http::post_json(
+        client,
+        &url,
+        headers,
+        &body,
+        settings.retry,
+        &settings.base_url_named,
+    )
+    .await?;
     let response: CreateChatCompletionResponse = serde_json::from_value(response_body.clone())
         .map_err(|e| ModelError::Malformed(format!("not a chat completion: {e}")))?;
     let choice = response
@@ -142,4 +141,18 @@ fn to_wire(message: &Message) -> ChatCompletionRequestMessage {
             tool_call_id: call_id.clone(),
         }),
     }
+}
+
+/// The key, as a bearer token, when there is one.
+pub(super) fn headers(settings: &ModelSettings) -> Result<HeaderMap, ModelError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &settings.api_key {
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", key.expose_secret())).map_err(|_| {
+                ModelError::Malformed("model.api_key is not a valid header value".into())
+            })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    Ok(headers)
 }

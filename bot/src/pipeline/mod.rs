@@ -37,7 +37,7 @@ use crate::job::{Command, Job, JobOutcome, JobResult, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
-use orders::{Order, Resolved};
+use orders::{Allowed, Order, Resolved};
 use run::{JobRun, Steps};
 use status::StatusComment;
 use work::Done;
@@ -195,11 +195,8 @@ impl JobHandler for Pipeline {
         {
             return self.stop(claimed, &cx, &*api, &repo, *comment_id).await;
         }
-        let (order, allow_sensitive) = match self.resolve(claimed, &cx).await? {
-            Resolved::Work {
-                order,
-                allow_sensitive,
-            } => (order, allow_sensitive),
+        let (order, allowed) = match self.resolve(claimed, &cx).await? {
+            Resolved::Work { order, allowed } => (order, allowed),
             Resolved::Answer { reply, outcome } => {
                 api.create_comment(&repo, job.target, &reply)
                     .await
@@ -223,7 +220,7 @@ impl JobHandler for Pipeline {
         run.steps.done(stages::Stage::Authorized);
         // A stop drops the work where it is: the sandbox goes with it.
         let outcome = tokio::select! {
-            outcome = self.authorized_work(&mut run, &order, allow_sensitive) => outcome,
+            outcome = self.authorized_work(&mut run, &order, allowed) => outcome,
             _ = cx.cancel.cancelled() => Err(Failure::stopped(
                 cx.stop_reason().unwrap_or("the node is shutting down"),
             )),
@@ -242,14 +239,14 @@ impl Pipeline {
         &self,
         run: &mut JobRun<'_>,
         order: &Order,
-        allow_sensitive: bool,
+        allowed: Allowed,
     ) -> Result<Done, Failure> {
         run.prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         if let Some(key) = &self.config.model.api_key {
             run.secrets.push(("model.api_key".to_owned(), key.clone()));
         }
-        self.work(run, order, allow_sensitive).await
+        self.work(run, order, allowed).await
     }
 
     /// `help`, and a command that could not be read: one reply, no work.

@@ -25,15 +25,36 @@ pub(super) enum Order {
     },
 }
 
+/// What a maintainer allowed this once, beyond the operator's policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Allowed {
+    /// `/forgehand allow-sensitive`: push sensitive files.
+    pub sensitive: bool,
+    /// `/forgehand allow-destructive`: push a change removing most of
+    /// the repository.
+    pub destructive: bool,
+}
+
+impl Allowed {
+    /// The operator's `policy`, widened by what was allowed.
+    pub fn widen(self, mut policy: forgehand_gate::GatePolicy) -> forgehand_gate::GatePolicy {
+        policy.allow_sensitive |= self.sensitive;
+        policy.allow_destructive |= self.destructive;
+        policy
+    }
+}
+
 /// A job, resolved.
 pub(super) enum Resolved {
     Work {
         order: Order,
-        /// `/forgehand allow-sensitive`: push sensitive files this once.
-        allow_sensitive: bool,
+        allowed: Allowed,
     },
     /// Nothing to work on: one reply says why.
-    Answer { reply: String, outcome: JobOutcome },
+    Answer {
+        reply: String,
+        outcome: JobOutcome,
+    },
 }
 
 /// How far back a target's history is read.
@@ -45,11 +66,27 @@ pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn JobLedger) -> Stor
         Task::Command {
             command: Command::Retry,
             ..
-        } => retry(claimed, store, false).await,
+        } => retry(claimed, store, Allowed::default()).await,
         Task::Command {
             command: Command::AllowSensitive,
             ..
-        } => retry(claimed, store, true).await,
+        } => {
+            let allowed = Allowed {
+                sensitive: true,
+                ..Allowed::default()
+            };
+            retry(claimed, store, allowed).await
+        }
+        Task::Command {
+            command: Command::AllowDestructive,
+            ..
+        } => {
+            let allowed = Allowed {
+                destructive: true,
+                ..Allowed::default()
+            };
+            retry(claimed, store, allowed).await
+        }
         Task::Command {
             command: Command::Go,
             ..
@@ -57,7 +94,7 @@ pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn JobLedger) -> Stor
         task => Ok(match order_for(task, job.on_pull_request) {
             Some(order) => Resolved::Work {
                 order,
-                allow_sensitive: false,
+                allowed: Allowed::default(),
             },
             None => Resolved::Answer {
                 reply: replies::unsupported(job),
@@ -134,7 +171,7 @@ fn earlier_work(
 async fn retry(
     claimed: &ClaimedJob,
     store: &dyn JobLedger,
-    allow_sensitive: bool,
+    allowed: Allowed,
 ) -> StoreResult<Resolved> {
     let job = &claimed.job;
     let history = store.target_history(&job.target_key(), HISTORY).await?;
@@ -145,10 +182,9 @@ async fn retry(
         });
     };
     match last.state {
-        JobState::Failed | JobState::Dead | JobState::Cancelled => Ok(Resolved::Work {
-            order,
-            allow_sensitive,
-        }),
+        JobState::Failed | JobState::Dead | JobState::Cancelled => {
+            Ok(Resolved::Work { order, allowed })
+        }
         state => Ok(Resolved::Answer {
             reply: replies::nothing_to_retry(job, last.id, state),
             outcome: JobOutcome::NothingToRetry,
@@ -178,7 +214,7 @@ async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved
             order: Order::Issue {
                 plan: PlanStep::Approved(plan),
             },
-            allow_sensitive: false,
+            allowed: Allowed::default(),
         },
         None => Resolved::Answer {
             reply: replies::no_plan(job),

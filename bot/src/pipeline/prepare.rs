@@ -168,7 +168,7 @@ impl Pipeline {
             prompt,
             follow_up: None,
             plan_only: matches!(plan, PlanStep::Propose),
-            allow_sensitive: false,
+            allowed: Default::default(),
         })
     }
 
@@ -244,7 +244,7 @@ impl Pipeline {
             prompt,
             follow_up: Some((pr, threads)),
             plan_only: false,
-            allow_sensitive: false,
+            allowed: Default::default(),
         })
     }
 
@@ -285,7 +285,7 @@ impl Pipeline {
             prompt,
             follow_up: Some((pr, Vec::new())),
             plan_only: false,
-            allow_sensitive: false,
+            allowed: Default::default(),
         })
     }
 

@@ -508,6 +508,7 @@ fn the_help_text() {
     | `/forgehand stop` | Stop what I am doing. |
     | `/forgehand retry` | Try the last run again. |
     | `/forgehand allow-sensitive` | Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request). |
+    | `/forgehand allow-destructive` | Let my change be pushed though it deletes or empties most of the repository's files. |
     | `/forgehand help` | Show this message. |
 
     You can also mention me: `@forgehand fix the flaky login test`, or ask in plain words, like `@forgehand why does the build fail on Windows?`
@@ -528,6 +529,7 @@ fn the_help_text() {
     | `/forgehand stop` | Stop what I am doing. |
     | `/forgehand retry` | Try the last run again. |
     | `/forgehand allow-sensitive` | Let my changes to CI definitions, agent instructions, CODEOWNERS and build entry points be pushed (they are always listed in the pull request). |
+    | `/forgehand allow-destructive` | Let my change be pushed though it deletes or empties most of the repository's files. |
     | `/forgehand help` | Show this message. |
 
     `/acme-bot` works as well as `/forgehand`. You can also mention me: `@acme-bot fix the flaky login test`, or ask in plain words, like `@acme-bot why does the build fail on Windows?`

@@ -3,7 +3,7 @@
 
 use forgehand_forge::api::ReviewComment;
 
-use super::orders::Order;
+use super::orders::{Allowed, Order};
 use super::run::JobRun;
 use super::stages::answer::Answer;
 use super::stages::Stage;
@@ -18,10 +18,10 @@ impl Pipeline {
         &self,
         run: &mut JobRun<'_>,
         order: &Order,
-        allow_sensitive: bool,
+        allowed: Allowed,
     ) -> Result<Done, Failure> {
         let mut work = self.task(run, order).await?;
-        work.allow_sensitive = allow_sensitive;
+        work.allowed = allowed;
         let mut source = self.fetch(run, &work).await?;
         if let Some(resumed) = source.resumed.take() {
             // An earlier attempt pushed this job's commit: the agent's
@@ -53,6 +53,15 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// The gate's policy for a job's work: the operator's for its
+    /// repository, widened by what a maintainer allowed.
+    pub(super) fn policy(&self, work: &Work, job: &crate::job::Job) -> forgehand_gate::GatePolicy {
+        work.allowed
+            .widen(self.config.policy_for(&job.repo.full_name()))
+    }
+}
+
 /// What a job works on.
 pub(super) struct Work {
     pub branch: String,
@@ -63,8 +72,9 @@ pub(super) struct Work {
     pub follow_up: Option<(forgehand_forge::api::PullRequest, Vec<ReviewComment>)>,
     /// `/forgehand plan`: the agent's summary is the answer, nothing is pushed.
     pub plan_only: bool,
-    /// `/forgehand allow-sensitive`: sensitive files may be pushed this once.
-    pub allow_sensitive: bool,
+    /// What a maintainer allowed this once (`allow-sensitive`,
+    /// `allow-destructive`).
+    pub allowed: Allowed,
 }
 
 /// How a job's work ended well.

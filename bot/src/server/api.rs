@@ -24,6 +24,12 @@ pub fn router(state: AppState) -> Router<AppState> {
         .layer(middleware::from_fn_with_state(state, require_token))
 }
 
+/// What the API answers, every known secret redacted (a job's message
+/// carries what the agent wrote).
+fn redacted(value: &impl serde::Serialize) -> serde_json::Value {
+    crate::redaction::to_json(value)
+}
+
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
@@ -59,7 +65,7 @@ async fn require_token(State(state): State<AppState>, request: Request, next: Ne
 /// as their webhooks told.
 async fn installations(State(state): State<AppState>) -> Response {
     match state.store.installations().await {
-        Ok(rows) => Json(json!({ "installations": rows })).into_response(),
+        Ok(rows) => Json(redacted(&json!({ "installations": rows }))).into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("cannot read installations: {e}"),
@@ -85,7 +91,7 @@ async fn deliveries(State(state): State<AppState>, Query(p): Query<DeliveriesPar
         limit: p.limit.unwrap_or(100).min(MAX_LIMIT),
     };
     match state.store.list_deliveries(&query).await {
-        Ok(rows) => Json(json!({ "deliveries": rows })).into_response(),
+        Ok(rows) => Json(redacted(&json!({ "deliveries": rows }))).into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("cannot read deliveries: {e}"),
@@ -107,7 +113,7 @@ async fn jobs(State(state): State<AppState>, Query(p): Query<JobsParams>) -> Res
         limit: p.limit.unwrap_or(100).min(MAX_LIMIT),
     };
     match state.store.list_jobs(&query).await {
-        Ok(rows) => Json(json!({ "jobs": rows })).into_response(),
+        Ok(rows) => Json(redacted(&json!({ "jobs": rows }))).into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("cannot read jobs: {e}"),
@@ -117,7 +123,7 @@ async fn jobs(State(state): State<AppState>, Query(p): Query<JobsParams>) -> Res
 
 async fn job(State(state): State<AppState>, Path(id): Path<i64>) -> Response {
     match state.store.job(id).await {
-        Ok(Some(detail)) => Json(detail).into_response(),
+        Ok(Some(detail)) => Json(redacted(&detail)).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no job {id}")),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,

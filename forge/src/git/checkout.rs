@@ -98,6 +98,92 @@ pub enum CheckoutError {
     TooManyEntries { max: usize },
     #[error("the commit's directories nest deeper than the {max} levels a checkout may have")]
     TooDeep { max: usize },
+    /// What was written is not the commit: never marked ready, never
+    /// used (an empty tree would become a commit deleting every file).
+    #[error("the checkout of {commit} at {tree} does not hold the commit's files: {differs}")]
+    Mismatch {
+        commit: Oid,
+        tree: PathBuf,
+        differs: Box<Differs>,
+    },
+}
+
+/// How a tree on disk differs from the commit it should hold: a few
+/// paths of each kind, and how many in all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Differs {
+    /// In the commit, not on disk (or not as the commit has it).
+    pub missing: Vec<String>,
+    pub missing_count: usize,
+    /// On disk, not in the commit.
+    pub extra: Vec<String>,
+    pub extra_count: usize,
+    /// Anything else: the git directory's work tree elsewhere, the tree
+    /// git builds from the files another than the commit's.
+    pub other: Option<String>,
+}
+
+/// Paths of each kind a [`Differs`] names.
+const SHOWN: usize = 5;
+
+impl Differs {
+    pub fn is_empty(&self) -> bool {
+        self.missing_count == 0 && self.extra_count == 0 && self.other.is_none()
+    }
+
+    fn missing(&mut self, path: String) {
+        self.missing_count += 1;
+        if self.missing.len() < SHOWN {
+            self.missing.push(path);
+        }
+    }
+
+    fn extra(&mut self, path: String) {
+        self.extra_count += 1;
+        if self.extra.len() < SHOWN {
+            self.extra.push(path);
+        }
+    }
+}
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        let list = |count: usize, shown: &[String], what: &str| {
+            let names: Vec<String> = shown
+                .iter()
+                .map(|p| forgehand_text::one_line(p).into_owned())
+                .collect();
+            let more = count - shown.len();
+            format!(
+                "{what}: {count} ({}{})",
+                names.join(", "),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        if self.missing_count > 0 {
+            parts.push(list(
+                self.missing_count,
+                &self.missing,
+                "the commit's files missing or different",
+            ));
+        }
+        if self.extra_count > 0 {
+            parts.push(list(
+                self.extra_count,
+                &self.extra,
+                "files the commit does not have",
+            ));
+        }
+        if let Some(other) = &self.other {
+            parts.push(other.clone());
+        }
+        write!(f, "{}", parts.join("; "))
+    }
 }
 
 impl CheckoutError {
@@ -152,7 +238,10 @@ impl Checkouts {
         let dir = parent.join(commit.to_string());
         let making = open_lock(&parent.join(format!("{commit}.make")))?;
         flock(&making, libc::LOCK_EX).map_err(at(&dir))?;
-        if !dir.join("ready").exists() {
+        if !is_ready(&dir) {
+            // Missing, half made, or made before checkouts were verified
+            // (releases before 0.2 left some empty, their files inside
+            // their own git directories): made again, once.
             make(repo, commit, &dir, prepare, self.limits)?;
         }
         // In use from here: removed only when no job holds it.
@@ -175,7 +264,7 @@ impl Checkouts {
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.path().join("ready").exists())
+            .filter(|e| is_ready(&e.path()))
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let when = e.path().join("ready").metadata().ok()?.modified().ok()?;
@@ -203,8 +292,19 @@ impl Checkouts {
     }
 }
 
-/// Checks `commit` out into `dir`, under the make lock; `ready` is
-/// written last, so what a crash left half made is made again.
+/// What `ready` holds once the checkout was verified against its commit
+/// ([`verify`]); a `ready` without it was written by a release that did
+/// not verify, and the checkout is made again.
+const VERIFIED: &str = "verified: the files are the commit's";
+
+/// Whether the checkout at `dir` is made and verified.
+fn is_ready(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("ready")).is_ok_and(|text| text.lines().any(|l| l == VERIFIED))
+}
+
+/// Checks `commit` out into `dir`, under the make lock, and verifies what
+/// was written against the commit; `ready` is written last, so what a
+/// crash left half made is made again.
 fn make(
     repo: &Repository,
     commit: Oid,
@@ -217,6 +317,8 @@ fn make(
     remove_tree(dir);
     let (tree_dir, git_dir) = (dir.join("tree"), dir.join("repo.git"));
     std::fs::create_dir_all(&tree_dir).map_err(at(&tree_dir))?;
+    // libgit2 resolves a relative work tree against the git directory.
+    let tree_dir = tree_dir.canonicalize().map_err(at(&tree_dir))?;
     let copy = super::mirror::init_apart(&tree_dir, &git_dir, None).map_err(git)?;
     // The mirror's objects, read in place.
     let alternates = git_dir.join("objects/info/alternates");
@@ -243,9 +345,122 @@ fn make(
     let mut index = copy.index().map_err(git)?;
     index.update_all(["*"].iter(), None).map_err(git)?;
     index.write().map_err(git)?;
+    let differs = verify(&copy, &tree_dir, commit).map_err(git)?;
     drop(copy);
+    if !differs.is_empty() {
+        remove_tree(dir);
+        return Err(CheckoutError::Mismatch {
+            commit,
+            tree: tree_dir,
+            differs: Box::new(differs),
+        });
+    }
     let ready = dir.join("ready");
-    std::fs::write(&ready, commit.to_string()).map_err(at(&ready))
+    std::fs::write(&ready, format!("{commit}\n{VERIFIED}\n")).map_err(at(&ready))
+}
+
+/// How the files at `tree_dir` differ from `commit`: the git directory's
+/// work tree must be `tree_dir` itself; the tree git builds from the
+/// index (brought up to date with the files, which reads them through
+/// the repository's filters, so line endings git converts are no
+/// difference) must be the commit's; every entry of the index must be
+/// on disk as a file or link of its size, and nothing else may be.
+fn verify(copy: &Repository, tree_dir: &Path, commit: Oid) -> Result<Differs, git2::Error> {
+    let mut differs = Differs::default();
+    let workdir = copy
+        .workdir()
+        .map(|w| w.canonicalize().unwrap_or_else(|_| w.to_owned()));
+    if workdir.as_deref() != Some(tree_dir) {
+        differs.other = Some(format!(
+            "the git directory's work tree is {}, not the checkout's tree",
+            workdir.map_or("none".into(), |w| w.display().to_string())
+        ));
+        return Ok(differs);
+    }
+    let wanted = copy.find_commit(commit)?.tree_id();
+    let mut index = copy.index()?;
+    let built = index.write_tree()?;
+    let on_disk = entries_differ(&index, tree_dir, &mut differs);
+    if let Err(e) = on_disk {
+        differs.other = Some(format!("reading the tree: {e}"));
+    }
+    if built != wanted && differs.is_empty() {
+        differs.other = Some(format!(
+            "git reads the files as tree {built}, the commit's is {wanted}"
+        ));
+    }
+    Ok(differs)
+}
+
+/// Every index entry against what is at its path under `tree`, and every
+/// file under `tree` against the index.
+fn entries_differ(index: &git2::Index, tree: &Path, differs: &mut Differs) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mut known = std::collections::HashSet::new();
+    for entry in index.iter() {
+        let name = String::from_utf8_lossy(&entry.path).into_owned();
+        let path = tree.join(std::ffi::OsStr::from_bytes(&entry.path));
+        known.insert(entry.path.clone());
+        // Submodules (gitlinks) are directories git does not fill.
+        if entry.mode == 0o160000 {
+            continue;
+        }
+        let fits = std::fs::symlink_metadata(&path).is_ok_and(|meta| {
+            let link = entry.mode == 0o120000;
+            (link == meta.file_type().is_symlink())
+                && (link || meta.is_file())
+                && (link || meta.size() as u32 == entry.file_size)
+        });
+        if !fits {
+            differs.missing(name);
+        }
+    }
+    let mut stack = vec![tree.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let kind = entry.file_type()?;
+            let relative = path.strip_prefix(tree).unwrap_or(&path);
+            let bytes = relative.as_os_str().as_bytes().to_vec();
+            if kind.is_dir() {
+                // A submodule's empty directory, or one holding files.
+                if !known.contains(&bytes) {
+                    stack.push(path);
+                }
+            } else if !known.contains(&bytes) {
+                differs.extra(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a job's working copy at `tree` lacks of its git directory's
+/// index: a file or link of the index missing, of another kind or size.
+/// Cheap (one `lstat` a file): what the job's agent starts from is the
+/// commit, or the job stops before the agent runs.
+pub fn working_copy_differs(repo: &Repository, tree: &Path) -> Result<Differs, git2::Error> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let mut differs = Differs::default();
+    let index = repo.index()?;
+    for entry in index.iter() {
+        if entry.mode == 0o160000 {
+            continue;
+        }
+        let path = tree.join(std::ffi::OsStr::from_bytes(&entry.path));
+        let link = entry.mode == 0o120000;
+        let fits = std::fs::symlink_metadata(&path).is_ok_and(|meta| {
+            (link == meta.file_type().is_symlink())
+                && (link || (meta.is_file() && meta.size() as u32 == entry.file_size))
+        });
+        if !fits {
+            differs.missing(String::from_utf8_lossy(&entry.path).into_owned());
+        }
+    }
+    Ok(differs)
 }
 
 enum Measured {
@@ -444,6 +659,73 @@ mod tests {
         assert!(!made.join("tree/e.txt").exists());
         let held = limited(5, 4).ensure("k/o/r", &repo, commit, &noop).unwrap();
         assert!(held.tree.join("a/b/c/d.txt").exists());
+    }
+
+    /// Issue 24: releases before checkouts were verified left some
+    /// empty (their files inside `repo.git/forgehand-data/…`) and marked
+    /// them ready. Such a checkout is made again, once, and what the old
+    /// code left inside its git directory goes with it.
+    #[test]
+    fn a_checkout_made_before_verification_is_made_again_once() {
+        let (dir, repo, commit) = repo_with(&[("README.md", "hi\n"), ("src/a.py", "a = 1\n")]);
+        let root = dir.path().join("checkouts");
+        let made = root.join("k/o/r").join(commit.to_string());
+        let stray = made.join("repo.git/forgehand-data/jobs/checkouts/k/o/r/x/tree");
+        std::fs::create_dir_all(&stray).unwrap();
+        std::fs::write(stray.join("README.md"), "hi\n").unwrap();
+        std::fs::create_dir_all(made.join("tree")).unwrap();
+        std::fs::write(made.join("ready"), commit.to_string()).unwrap();
+        let made_count = std::sync::atomic::AtomicUsize::new(0);
+        let count = |_: &Path| {
+            made_count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        };
+        let checkouts = Checkouts::new(&root);
+        let held = checkouts.ensure("k/o/r", &repo, commit, &count).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(held.tree.join("src/a.py")).unwrap(),
+            "a = 1\n"
+        );
+        assert!(!made.join("repo.git/forgehand-data").exists());
+        drop(held);
+        checkouts.ensure("k/o/r", &repo, commit, &count).unwrap();
+        assert_eq!(
+            made_count.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "made again once"
+        );
+    }
+
+    /// What differs between a tree on disk and its commit is found and
+    /// named: missing, changed and extra files, and a git directory whose
+    /// work tree is elsewhere.
+    #[test]
+    fn a_tree_that_is_not_the_commit_is_named() {
+        let (dir, repo, commit) = repo_with(&[
+            ("README.md", "hi\n"),
+            ("src/a.py", "a = 1\n"),
+            ("src/b.py", "b = 2\n"),
+        ]);
+        let checkouts = Checkouts::new(dir.path().join("checkouts"));
+        let noop = |_: &Path| Ok(());
+        let held = checkouts.ensure("k/o/r", &repo, commit, &noop).unwrap();
+        let copy = Repository::open(held.tree.parent().unwrap().join("repo.git")).unwrap();
+        assert!(verify(&copy, &held.tree, commit).unwrap().is_empty());
+        assert!(working_copy_differs(&copy, &held.tree).unwrap().is_empty());
+        std::fs::remove_file(held.tree.join("README.md")).unwrap();
+        std::fs::write(held.tree.join("src/b.py"), "b = 22\n").unwrap();
+        std::fs::write(held.tree.join("stray.txt"), "x").unwrap();
+        let differs = working_copy_differs(&copy, &held.tree).unwrap();
+        assert_eq!(differs.missing, ["README.md", "src/b.py"]);
+        let differs = verify(&copy, &held.tree, commit).unwrap();
+        assert_eq!(differs.extra, ["stray.txt"]);
+        assert_eq!(differs.missing_count, 2, "{differs}");
+        assert_eq!(
+            differs.to_string(),
+            "the commit's files missing or different: 2 (README.md, src/b.py); files the commit does not have: 1 (stray.txt)"
+        );
+        let elsewhere = verify(&copy, &dir.path().join("checkouts"), commit).unwrap();
+        assert!(elsewhere.other.unwrap().contains("work tree is"));
     }
 
     #[test]

@@ -266,6 +266,11 @@ pub(super) fn init_apart(
     git_dir: &Path,
     initial_head: Option<&str>,
 ) -> Result<git2::Repository, git2::Error> {
+    // libgit2 resolves a relative work tree against the git directory,
+    // not the process's working directory: the files would land inside
+    // the git directory and the tree meant for them stay empty.
+    let work_dir = &std::path::absolute(work_dir)
+        .map_err(|e| git2::Error::from_str(&format!("{}: {e}", work_dir.display())))?;
     let mut options = git2::RepositoryInitOptions::new();
     options
         .workdir_path(work_dir)

@@ -9,7 +9,9 @@ pub mod publish;
 pub mod retry;
 pub mod transport;
 
-pub use checkout::{Checkout, CheckoutError, CheckoutLimits, Checkouts};
+pub use checkout::{
+    working_copy_differs, Checkout, CheckoutError, CheckoutLimits, Checkouts, Differs,
+};
 pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
 pub use publish::{push_branch, push_branch_with, PushError, PushRequest};
 pub use retry::GitCall;

@@ -34,6 +34,9 @@ pub enum SecretKind {
     AnthropicKey,
     /// A long, random-looking value assigned to a name like `password`.
     HighEntropyAssignment,
+    /// What could not be scanned (an archive past the budget, encrypted
+    /// or damaged), and why: not pushed, as a secret would not be.
+    Unscannable(String),
 }
 
 impl fmt::Display for SecretKind {
@@ -52,6 +55,7 @@ impl fmt::Display for SecretKind {
             SecretKind::HighEntropyAssignment => {
                 f.write_str("a random-looking value assigned to a secret-sounding name")
             }
+            SecretKind::Unscannable(why) => write!(f, "{why}"),
         }
     }
 }
@@ -65,6 +69,9 @@ pub enum Place {
     FileName { file: String },
     /// A line of the commit message (the pull request's title and body).
     CommitMessage { line: u32 },
+    /// Inside an archive the change adds: a member's unpacked bytes
+    /// (`member` empty: the archive itself could not be scanned).
+    Archive { file: String, member: String },
 }
 
 impl fmt::Display for Place {
@@ -73,6 +80,8 @@ impl fmt::Display for Place {
             Place::Line { file, line } => write!(f, "{file}:{line}"),
             Place::FileName { file } => write!(f, "file name {file}"),
             Place::CommitMessage { line } => write!(f, "commit message line {line}"),
+            Place::Archive { file, member } if member.is_empty() => write!(f, "{file}"),
+            Place::Archive { file, member } => write!(f, "{file}, inside: {member}"),
         }
     }
 }
@@ -156,12 +165,26 @@ const WITHHELD: &str = "(withheld: it holds what looks like a secret)";
 const MIN_HOST_SECRET_LEN: usize = 8;
 
 pub struct SecretScanner {
+    /// Each of the host's secrets by name, and under the same name each
+    /// of its encoded forms ([`encoded::forms`]).
     host_secrets: Vec<(String, SecretString)>,
+}
+
+/// `value` and its encoded forms, each under `name`.
+fn with_forms(name: &str, value: &SecretString) -> Vec<(String, SecretString)> {
+    let mut out = vec![(name.to_owned(), value.clone())];
+    out.extend(
+        encoded::forms(value.expose_secret().as_bytes())
+            .into_iter()
+            .map(|form| (name.to_owned(), SecretString::from(form))),
+    );
+    out
 }
 
 impl fmt::Debug for SecretScanner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.host_secrets.iter().map(|(n, _)| n.as_str()).collect();
+        let mut names: Vec<&str> = self.host_secrets.iter().map(|(n, _)| n.as_str()).collect();
+        names.dedup();
         f.debug_struct("SecretScanner")
             .field("host_secrets", &names)
             .finish()
@@ -170,12 +193,14 @@ impl fmt::Debug for SecretScanner {
 
 impl SecretScanner {
     /// `host_secrets`: the host's own credentials, by name; each is found
-    /// wherever its exact value appears.
+    /// wherever its exact value, or one of its encoded forms (base64, hex,
+    /// percent-encoding: [`encoded`]), appears.
     pub fn new(host_secrets: impl IntoIterator<Item = (String, SecretString)>) -> Self {
         SecretScanner {
             host_secrets: host_secrets
                 .into_iter()
                 .filter(|(_, s)| s.expose_secret().len() >= MIN_HOST_SECRET_LEN)
+                .flat_map(|(name, value)| with_forms(&name, &value))
                 .collect(),
         }
     }
@@ -370,6 +395,8 @@ fn shannon_entropy(s: &str) -> f64 {
         .sum()
 }
 
+pub mod archive;
+pub mod encoded;
 pub mod redact;
 #[cfg(test)]
 mod tests;

@@ -109,7 +109,7 @@ impl SecretScanner {
         {
             return;
         }
-        self.host_secrets.push((name.to_owned(), secret));
+        self.host_secrets.extend(super::with_forms(name, &secret));
     }
 
     /// Every secret's byte range in `text`, with a rank (lower first

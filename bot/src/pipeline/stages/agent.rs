@@ -85,11 +85,7 @@ impl Pipeline {
         copy: &'a WorkingCopy,
         work: &Work,
     ) -> HostTests<'a> {
-        let mut policy = self
-            .config
-            .git
-            .policy_for(&run.claimed.job.repo.full_name());
-        policy.allow_sensitive |= work.allow_sensitive;
+        let policy = self.policy(work, &run.claimed.job);
         HostTests::new(
             &*self.backend,
             &copy.layered,

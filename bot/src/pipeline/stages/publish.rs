@@ -41,8 +41,7 @@ impl Pipeline {
         run.progress(Stage::Publish).await;
         let claimed = run.claimed;
         let job = &claimed.job;
-        let mut policy = self.config.git.policy_for(&job.repo.full_name());
-        policy.allow_sensitive |= work.allow_sensitive;
+        let policy = self.policy(work, job);
         let scanner = SecretScanner::new(run.secrets.iter().cloned());
         let title = scanner.redact(&finished.title).text;
         let summary = scanner.redact(&finished.summary).text;

@@ -99,6 +99,7 @@ impl Pipeline {
         // The credential the forge gave this job (an App's installation
         // token is in no configuration): kept out of what leaves.
         run.secrets.push(("forge token".to_owned(), token.clone()));
+        crate::redaction::know([("forge token".to_owned(), token.clone())]);
         let credentials = Credentials::Token { username, token };
         // Mirrors and checkouts hold the repository's code: for
         // Forgehand's user alone.
@@ -163,6 +164,7 @@ impl Pipeline {
             let copy = mirror
                 .layered_copy(commit, &index, &tree, &git_dir, &branch)
                 .map_err(Failure::infra)?;
+            mismatch(&copy, &tree)?;
             write_exclusions(&git_dir, &exclusions).map_err(Failure::infra)?;
             gate::before(&copy, limits).map_err(before_failure)
         })
@@ -177,6 +179,19 @@ impl Pipeline {
             before,
         })
     }
+}
+
+/// The working copy must hold the commit's files before the agent sees
+/// it: an empty tree becomes a commit deleting every file.
+fn mismatch(copy: &git2::Repository, tree: &std::path::Path) -> Result<(), Failure> {
+    let differs = forgehand_forge::git::working_copy_differs(copy, tree).map_err(Failure::infra)?;
+    if differs.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::infra(format!(
+        "the working copy at {} does not hold the base commit's files: {differs}",
+        tree.display()
+    )))
 }
 
 /// Why the snapshot before the agent could not be taken: a tree the

@@ -9,25 +9,30 @@
 
 use std::path::{Path, PathBuf};
 
+mod base;
+mod report;
+
 use anyhow::Context;
 use forgehand_forge::git::{self, Checkouts, Mirror};
 use forgehand_gate::{
     self as gate, deliver, Checks, CommitRequest, DeliverError, GatePolicy, SecretScanner, Snapshot,
 };
 use forgehand_sandbox::{Backend, BackendChoice};
-use serde::Serialize;
 
 use crate::agent::prompts::Prompts;
 use crate::agent::{Outcome, Session, Transcript};
 use crate::config::Config;
 use crate::environment::{
-    CommitFiles, EnvFailure, EnvironmentReport, Environments, GateInputs, HostTests, Layered,
-    Prepared, Testing,
+    CommitFiles, EnvFailure, Environments, GateInputs, HostTests, Layered, Prepared, Testing,
 };
 use crate::jobdir::JobDir;
 use crate::model::Provider;
 use crate::reason::{EnvProblem, Reason};
 use crate::sandboxes;
+
+use base::Base;
+pub use base::InputError;
+pub use report::{print_human, RunReport, RunStatus};
 
 #[derive(Debug, Clone)]
 pub struct RunArgs {
@@ -39,93 +44,11 @@ pub struct RunArgs {
     pub backend: Option<BackendChoice>,
     /// Commit changes to sensitive files (CI, agent instructions, …).
     pub allow_sensitive: bool,
-}
-
-/// Whether the run ended with a commit of finished work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Succeeded,
-    Failed,
-}
-
-/// The outcome, printed as one JSON object with `--json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunReport {
-    pub status: RunStatus,
-    pub reason: Option<Reason>,
-    pub message: Option<String>,
-    pub branch: Option<String>,
-    pub commit: Option<String>,
-    pub diff_stat: Option<String>,
-    pub turns: u32,
-    pub tool_calls: u32,
-    pub cost_usd: f64,
-    pub transcript: Option<PathBuf>,
-    pub title: Option<String>,
-    pub summary: Option<String>,
-    /// Gate findings that were committed anyway (allowed sensitive files).
-    pub findings: Vec<String>,
-    /// The configuration file read, and how it was named; none means
-    /// built-in defaults and `FORGEHAND_*` variables only.
-    pub config: Option<crate::config::ConfigFile>,
-    /// The repository's environment (`null` when it declares and shows
-    /// none).
-    pub environment: Option<EnvironmentReport>,
-    /// What was tested, as the host saw it.
-    pub testing: Testing,
-    /// The paths not committed because they are ignored or artefacts.
-    pub left_out: Vec<String>,
-    #[serde(skip)]
-    pub diff: String,
-}
-
-impl RunReport {
-    /// A run that could not start or finish for reasons outside the agent.
-    pub fn infra(message: String) -> Self {
-        Self::failed(Some(Reason::Infra), Some(message))
-    }
-
-    /// The report of a run that stopped with `error`: a base commit too
-    /// large to check out is the repository's (`too_large`), anything
-    /// else Forgehand's (`infra`).
-    pub fn from_error(error: &anyhow::Error) -> Self {
-        let too_large = error.chain().any(|cause| {
-            cause
-                .downcast_ref::<forgehand_forge::git::CheckoutError>()
-                .is_some_and(|e| e.is_too_large())
-        });
-        match too_large {
-            true => Self::failed(
-                Some(Reason::Gate(forgehand_gate::RefusalReason::TooLarge)),
-                Some(format!("{error:#}")),
-            ),
-            false => Self::infra(format!("{error:#}")),
-        }
-    }
-
-    fn failed(reason: Option<Reason>, message: Option<String>) -> Self {
-        RunReport {
-            status: RunStatus::Failed,
-            reason,
-            message,
-            branch: None,
-            commit: None,
-            diff_stat: None,
-            turns: 0,
-            tool_calls: 0,
-            cost_usd: 0.0,
-            transcript: None,
-            title: None,
-            summary: None,
-            findings: Vec::new(),
-            config: None,
-            environment: None,
-            testing: Testing::observed(&[], None, &[]),
-            left_out: Vec::new(),
-            diff: String::new(),
-        }
-    }
+    /// Commit a change that removes most of the repository.
+    pub allow_destructive: bool,
+    /// Work on the working tree's uncommitted changes too (committed on
+    /// top of the branch first, on no branch).
+    pub include_uncommitted: bool,
 }
 
 pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
@@ -144,28 +67,25 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     }
     if let Some(url) = &args.base_url {
         model_config.base_url = url.clone();
+        model_config.base_url_named = Some("--base-url".into());
     }
     if let Some(name) = &args.model {
         model_config.name = name.clone();
     }
-    let repo_path = args
-        .repo
-        .canonicalize()
-        .with_context(|| format!("--repo {}", args.repo.display()))?;
-    let source = Mirror::local(&repo_path)
-        .with_context(|| format!("{} is not a git repository", repo_path.display()))?;
-    // The checked-out branch is the base (its commit, not the working
-    // tree, which may hold anything).
-    {
-        let head = source
-            .repo
-            .head()
-            .context("the repository has no commit to start from")?;
-        anyhow::ensure!(
-            head.is_branch(),
-            "the repository's HEAD is detached: check out a branch to start from"
-        );
-    }
+    // The checked-out branch's commit is the base, never what the
+    // working tree holds besides (refused, or taken in when asked).
+    let Base {
+        path: repo_path,
+        source,
+        commit: base_commit,
+        included,
+    } = base::open(&args.repo, args.include_uncommitted)?;
+    base::data_outside(config, &repo_path)?;
+    // The model is asked first: a server that is not there is said
+    // before minutes go into an environment.
+    crate::model::ModelClient::new(model_config.settings())?
+        .probe()
+        .await?;
     let id = format!(
         "run-{}-{:04x}",
         crate::time::now_ms() / 1000,
@@ -177,7 +97,8 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         git::branch_name("run-{slug}", 0, &args.task)
     );
     let branch = unique_branch(&source.repo, &branch);
-    let base_commit = source.repo.head()?.peel_to_commit()?.id();
+    // What an interrupted run left: its job directory and mounts.
+    crate::jobdir::sweep(&config.git.work_dir, false);
     let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
     if let Some(warning) = &chosen.warning {
         eprintln!("forgehand: {warning}");
@@ -206,6 +127,12 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     let copy = source
         .layered_copy(layered.commit(), layered.index(), &tree, &git_dir, &branch)
         .context("making the working copy")?;
+    let differs = git::working_copy_differs(&copy, &tree)?;
+    anyhow::ensure!(
+        differs.is_empty(),
+        "the working copy at {} does not hold the base commit's files: {differs}",
+        tree.display()
+    );
     layered
         .write_exclusions(&git_dir)
         .context("the working copy's exclusions")?;
@@ -220,11 +147,14 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         backend,
         layered: &layered,
         test: test.as_deref(),
+        branch: &branch,
         git_dir: &git_dir,
         scratch: job_dir.layers().join("tests"),
     };
     let mut report = run.agent_and_deliver(&copy, &before).await?;
     report.environment = environment;
+    report.test_command = test.clone();
+    report.included_uncommitted = included;
     if let Some(commit) = &report.commit {
         // The branch goes into the user's repository.
         let mut remote = source.repo.remote_anonymous(&git_dir.to_string_lossy())?;
@@ -270,6 +200,8 @@ struct Run<'a> {
     backend: &'a dyn Backend,
     layered: &'a Layered,
     test: Option<&'a str>,
+    /// The branch the commit goes on in the repository.
+    branch: &'a str,
     /// The working copy's git directory, outside its tree.
     git_dir: &'a Path,
     /// Where the host's test runs make their layers.
@@ -351,6 +283,15 @@ fn root_commit(repo: &git2::Repository) -> anyhow::Result<git2::Oid> {
 }
 
 impl Run<'_> {
+    /// The operator's gate policy, widened by the run's flags.
+    fn policy(&self) -> GatePolicy {
+        GatePolicy {
+            allow_sensitive: self.args.allow_sensitive,
+            allow_destructive: self.args.allow_destructive,
+            max_removed_share: self.config.gate.max_removed_share,
+        }
+    }
+
     /// The agent (and the host's tests), then the gate and the commit.
     async fn agent_and_deliver(
         &self,
@@ -431,9 +372,7 @@ impl Run<'_> {
                 GateInputs {
                     before: before.clone(),
                     scanner: SecretScanner::new(secrets.iter().cloned()),
-                    policy: GatePolicy {
-                        allow_sensitive: self.args.allow_sensitive,
-                    },
+                    policy: self.policy(),
                 },
             );
             let tested = started.test_rounds(transcript, &tests, test, retries).await;
@@ -467,7 +406,7 @@ impl Run<'_> {
         mut report: RunReport,
         transcript: &mut Transcript,
     ) -> anyhow::Result<RunReport> {
-        let (config, args) = (self.config, self.args);
+        let config = self.config;
         // Whatever happened, the work so far goes through the gate and, when
         // it passes, is kept on the branch.
         let scanner = SecretScanner::new(secrets);
@@ -483,9 +422,7 @@ impl Run<'_> {
             Checks {
                 before,
                 scanner: &scanner,
-                policy: GatePolicy {
-                    allow_sensitive: args.allow_sensitive,
-                },
+                policy: self.policy(),
             },
             &config.git.identity(),
             &CommitRequest {
@@ -507,10 +444,11 @@ impl Run<'_> {
                     .chain(delivery.left_out().iter().map(|l| format!("left out: {l}")))
                     .collect();
                 report.commit = delivery.commit.map(|c| c.to_string());
+                report.branch = report.commit.as_ref().map(|_| self.branch.to_owned());
                 report.left_out = crate::environment::ignored_paths(copy)?;
                 if matches!(outcome, Outcome::Finished { .. }) {
                     if report.commit.is_some() {
-                        report.status = RunStatus::Succeeded;
+                        report.status = RunStatus::of_commit(&report.testing, self.test.is_some());
                         report.reason = None;
                         report.message = None;
                     } else {
@@ -543,59 +481,6 @@ fn unique_branch(repo: &git2::Repository, wanted: &str) -> String {
 
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or("").chars().take(72).collect()
-}
-
-/// The report for people: the diff, then what it cost.
-///
-/// The agent wrote the diff and the title, and the repository the rest:
-/// a terminal obeys the escape sequences they may hold (a title set, a
-/// line of the diff rewritten or hidden), so every control character but
-/// line breaks and tabs is shown escaped.
-pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let mut text = Vec::new();
-    write_human(report, &mut text)?;
-    let text = String::from_utf8_lossy(&text);
-    out.write_all(forgehand_text::printable(&text).as_bytes())
-}
-
-fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    if !report.diff.is_empty() {
-        writeln!(out, "{}", report.diff.trim_end())?;
-        writeln!(out)?;
-    }
-    match report.status {
-        RunStatus::Succeeded => {
-            writeln!(out, "succeeded: {}", report.title.as_deref().unwrap_or(""))?
-        }
-        RunStatus::Failed => writeln!(
-            out,
-            "failed ({}): {}",
-            report.reason.map_or("unknown", Reason::code),
-            report.message.as_deref().unwrap_or("")
-        )?,
-    }
-    if let Some(branch) = &report.branch {
-        writeln!(
-            out,
-            "branch:     {branch} ({})",
-            report.commit.as_deref().unwrap_or("")
-        )?;
-    }
-    if let Some(stat) = &report.diff_stat {
-        writeln!(out, "changes:    {stat}")?;
-    }
-    for finding in &report.findings {
-        writeln!(out, "flagged:    {finding}")?;
-    }
-    writeln!(
-        out,
-        "turns:      {} ({} tool calls)\ncost:       ${:.4}",
-        report.turns, report.tool_calls, report.cost_usd
-    )?;
-    if let Some(path) = &report.transcript {
-        writeln!(out, "transcript: {}", path.display())?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

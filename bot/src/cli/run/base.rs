@@ -1,0 +1,241 @@
+//! What `forgehand run` starts from: the repository given, its
+//! checked-out branch's commit, and what the working tree holds that the
+//! commit does not. Everything wrong here is the user's to fix, and said
+//! in their words (`Reason::Input`), never as libgit2's.
+
+use std::path::{Path, PathBuf};
+
+use forgehand_forge::git::Mirror;
+
+/// Why a run cannot start from what it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("--repo {path}: {source}")]
+    Missing {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0} is not a git repository (run `git init` there, or give --repo the repository's directory)")]
+    NotARepository(PathBuf),
+    #[error(
+        "the repository at {0} has no commit yet: commit what the agent should start from first"
+    )]
+    NoCommit(PathBuf),
+    #[error("the repository's HEAD is detached: check out a branch to start from")]
+    Detached,
+    #[error("the working tree has uncommitted changes the agent would not see ({}): commit or stash them, or run with --include-uncommitted to work on them too", .0.join(", "))]
+    Uncommitted(Vec<String>),
+    #[error("Forgehand's data would be kept inside the repository it works on ({listed}): set server.data_dir in the configuration to a directory outside {repo}")]
+    DataInside { listed: String, repo: PathBuf },
+}
+
+/// The repository and the commit a run starts from.
+pub struct Base {
+    pub path: PathBuf,
+    pub source: Mirror,
+    /// The checked-out branch's commit, or with `--include-uncommitted` a
+    /// commit of the working tree on top of it (on no branch).
+    pub commit: git2::Oid,
+    /// What `--include-uncommitted` took in, as `git status --short`
+    /// shows it; empty otherwise.
+    pub included: Vec<String>,
+}
+
+/// Uncommitted paths listed before the rest is counted.
+const LISTED: usize = 10;
+
+/// The repository at `path` as a run's base, refusing a working tree
+/// with uncommitted changes unless `include_uncommitted`.
+pub fn open(path: &Path, include_uncommitted: bool) -> Result<Base, InputError> {
+    let path = path.canonicalize().map_err(|source| InputError::Missing {
+        path: path.to_owned(),
+        source,
+    })?;
+    let source = Mirror::local(&path).map_err(|_| InputError::NotARepository(path.clone()))?;
+    let head = match source.repo.head() {
+        Ok(head) => head,
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => {
+            return Err(InputError::NoCommit(path));
+        }
+        Err(_) => return Err(InputError::NotARepository(path)),
+    };
+    if !head.is_branch() {
+        return Err(InputError::Detached);
+    }
+    let head_commit = head
+        .peel_to_commit()
+        .map_err(|_| InputError::NoCommit(path.clone()))?
+        .id();
+    drop(head);
+    let changes =
+        uncommitted(&source.repo).map_err(|_| InputError::NotARepository(path.clone()))?;
+    if changes.is_empty() {
+        return Ok(Base {
+            path,
+            source,
+            commit: head_commit,
+            included: Vec::new(),
+        });
+    }
+    if !include_uncommitted {
+        let mut shown: Vec<String> = changes.iter().take(LISTED).cloned().collect();
+        if changes.len() > LISTED {
+            shown.push(format!("and {} more", changes.len() - LISTED));
+        }
+        return Err(InputError::Uncommitted(shown));
+    }
+    let commit = commit_working_tree(&source.repo, head_commit)
+        .map_err(|_| InputError::NotARepository(path.clone()))?;
+    Ok(Base {
+        path,
+        source,
+        commit,
+        included: changes,
+    })
+}
+
+/// The working tree's changes against `HEAD`, ignored files left out, as
+/// `git status --short` lists them (`M calc.py`, `?? notes.txt`).
+fn uncommitted(repo: &git2::Repository) -> Result<Vec<String>, git2::Error> {
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses
+        .iter()
+        .map(|entry| {
+            let s = entry.status();
+            let code = if s.is_wt_new() && !s.is_index_new() {
+                "??"
+            } else if s.is_wt_deleted() || s.is_index_deleted() {
+                "D"
+            } else if s.is_index_new() {
+                "A"
+            } else {
+                "M"
+            };
+            format!(
+                "{code} {}",
+                forgehand_text::one_line(entry.path().unwrap_or("?"))
+            )
+        })
+        .collect())
+}
+
+/// A commit of the whole working tree (tracked changes and untracked,
+/// not ignored files) on top of `head`, made from a copy of the index in
+/// memory: the user's index, branch and files are left as they were.
+fn commit_working_tree(repo: &git2::Repository, head: git2::Oid) -> Result<git2::Oid, git2::Error> {
+    let mut index = repo.index()?;
+    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+    index.update_all(["*"].iter(), None)?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    // Read again from disk: the in-memory changes are not the user's.
+    index.read(true)?;
+    let signature = git2::Signature::now("forgehand run", "forgehand@localhost")?;
+    let parent = repo.find_commit(head)?;
+    repo.commit(
+        None,
+        &signature,
+        &signature,
+        "The working tree's uncommitted changes (forgehand run --include-uncommitted)",
+        &tree,
+        &[&parent],
+    )
+}
+
+/// The configured data paths inside the repository, refused.
+pub fn data_outside(config: &crate::config::Config, repo: &Path) -> Result<(), InputError> {
+    let inside = config.data_inside(repo);
+    if inside.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = inside
+        .iter()
+        .map(|(key, path)| format!("{key} = {}", path.display()))
+        .collect();
+    Err(InputError::DataInside {
+        listed: listed.join(", "),
+        repo: repo.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_commit() -> (tempfile::TempDir, git2::Repository) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("calc.py"), "x = 1\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("calc.py")).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
+            .unwrap();
+        drop(tree);
+        (dir, repo)
+    }
+
+    /// Issue 24, finding 7: a repository with no commit showed
+    /// libgit2's `class=Reference (4); code=UnbornBranch (-9)`, and a
+    /// directory that is not a repository said `infra`.
+    #[test]
+    fn what_cannot_be_started_from_is_said_plainly() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = open(dir.path(), false).err().unwrap();
+        assert!(matches!(err, InputError::NotARepository(_)), "{err}");
+        assert!(err.to_string().ends_with("is not a git repository (run `git init` there, or give --repo the repository's directory)"));
+        git2::Repository::init(dir.path()).unwrap();
+        let err = open(dir.path(), false).err().unwrap();
+        assert!(matches!(err, InputError::NoCommit(_)), "{err}");
+        assert!(!err.to_string().contains("class="), "{err}");
+        let err = open(&dir.path().join("nope"), false).err().unwrap();
+        assert!(err.to_string().starts_with("--repo "), "{err}");
+    }
+
+    /// Issue 24, finding 5: an uncommitted `.forgehand.toml` or edit was
+    /// silently ignored.
+    #[test]
+    fn a_dirty_tree_is_refused_or_taken_in_when_asked() {
+        let (dir, repo) = repo_with_commit();
+        let head = repo.head().unwrap().target().unwrap();
+        std::fs::write(dir.path().join("calc.py"), "x = 2\n").unwrap();
+        std::fs::write(dir.path().join(".forgehand.toml"), "[environment]\n").unwrap();
+        std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
+        std::fs::create_dir(dir.path().join("build")).unwrap();
+        std::fs::write(dir.path().join("build/out.o"), "o").unwrap();
+        let err = open(dir.path(), false).err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "the working tree has uncommitted changes the agent would not see (?? .forgehand.toml, ?? .gitignore, M calc.py): commit or stash them, or run with --include-uncommitted to work on them too"
+        );
+        let base = open(dir.path(), true).unwrap();
+        assert_eq!(
+            base.included,
+            ["?? .forgehand.toml", "?? .gitignore", "M calc.py"]
+        );
+        assert_ne!(base.commit, head);
+        let commit = repo.find_commit(base.commit).unwrap();
+        assert_eq!(commit.parent_id(0).unwrap(), head);
+        let tree = commit.tree().unwrap();
+        assert!(tree.get_path(Path::new(".forgehand.toml")).is_ok());
+        assert!(
+            tree.get_path(Path::new("build/out.o")).is_err(),
+            "ignored files stay out"
+        );
+        // The user's branch, index and files are as they were.
+        assert_eq!(repo.head().unwrap().target().unwrap(), head);
+        let statuses = uncommitted(&repo).unwrap();
+        assert_eq!(statuses.len(), 3, "{statuses:?}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
+            "x = 2\n"
+        );
+    }
+}
