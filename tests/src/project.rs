@@ -105,6 +105,41 @@ impl ServedProject {
         .await
     }
 
+    /// What `to` changes against `from` (branches), as `git diff
+    /// --name-status` shows it: `M calc.sh`, `D README.md`, … — the
+    /// files a pull request from `to` onto `from` changes, as its
+    /// reviewer sees them.
+    pub async fn changes(&self, kind: Kind, scratch: &Path, from: &str, to: &str) -> Vec<String> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.read(kind, scratch, move |repo| {
+            let tree = |name: &str| {
+                repo.find_reference(&format!("refs/heads/{name}"))
+                    .unwrap_or_else(|e| panic!("no branch {name}: {e}"))
+                    .peel_to_tree()
+                    .unwrap()
+            };
+            let (old, new) = (tree(&from), tree(&to));
+            let diff = repo
+                .diff_tree_to_tree(Some(&old), Some(&new), None)
+                .unwrap();
+            diff.deltas()
+                .map(|d| {
+                    let status = match d.status() {
+                        git2::Delta::Added => "A",
+                        git2::Delta::Deleted => "D",
+                        git2::Delta::Modified => "M",
+                        git2::Delta::Renamed => "R",
+                        git2::Delta::Typechange => "T",
+                        _ => "?",
+                    };
+                    let path = d.new_file().path().or(d.old_file().path()).unwrap();
+                    format!("{status} {}", path.display())
+                })
+                .collect()
+        })
+        .await
+    }
+
     /// The whole message of the branch's newest commit.
     pub async fn tip_message(&self, kind: Kind, scratch: &Path, branch: &str) -> String {
         let branch = branch.to_owned();

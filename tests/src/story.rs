@@ -25,6 +25,7 @@ pub const BOT: &str = "forgehand";
 /// How a job's status comment is marked (`<!-- forgehand:job:N -->`).
 pub const STATUS_MARKER: &str = "<!-- forgehand:job:";
 const WEBHOOK_SECRET: &str = "story-webhook-secret";
+pub use crate::fake_forge::state::GITEA_SCOPES;
 const API_TOKEN: &str = "story-operator-token";
 
 pub struct Story {
@@ -188,7 +189,9 @@ impl Story {
         let project = ServedProject::start(kind, dir.path()).await;
         let forge = FakeForge::start(kind).await.unwrap();
         forge.with(|s| {
-            s.tokens.insert(TOKEN.into(), BOT.into());
+            // What a real installation has (an App gets its right by its
+            // installation).
+            s.bot_token(kind, REPO, TOKEN, BOT);
             s.permissions
                 .insert((REPO.into(), MAINTAINER.into()), "write".into());
             s.permissions
@@ -196,6 +199,7 @@ impl Story {
             s.add_issue(REPO, MAINTAINER, "Fix add", "add() subtracts.");
         });
         forge.set_clone_url(REPO, &project.clone_url);
+        forge.set_git_dir(REPO, &dir.path().join("served/demo.git"));
         let model = ModelServer::start(script).await.unwrap();
         let mut env: Vec<(String, String)> = env
             .iter()
@@ -484,6 +488,36 @@ impl Story {
     pub async fn file_on(&self, branch: &str, path: &str) -> String {
         self.project
             .file_on(self.kind, self.dir.path(), branch, path)
+            .await
+    }
+
+    /// The commit `branch` points at in the served repository.
+    pub fn tip(&self, branch: &str) -> String {
+        let repo = git2::Repository::open_bare(self.dir.path().join("served/demo.git")).unwrap();
+        let tip = repo
+            .find_reference(&format!("refs/heads/{branch}"))
+            .unwrap_or_else(|e| panic!("no branch {branch}: {e}"))
+            .peel_to_commit()
+            .unwrap()
+            .id();
+        tip.to_string()
+    }
+
+    /// The commits the forge holds statuses (or check runs) for, with
+    /// their states, in the order they were set.
+    pub fn statuses(&self) -> Vec<(String, String)> {
+        self.forge.with(|s| {
+            s.statuses
+                .iter()
+                .map(|(_, sha, state, _, _)| (sha.clone(), state.clone()))
+                .collect()
+        })
+    }
+
+    /// The files a pull request from `branch` onto `main` changes.
+    pub async fn changes_on(&self, branch: &str) -> Vec<String> {
+        self.project
+            .changes(self.kind, self.dir.path(), "main", branch)
             .await
     }
 

@@ -146,12 +146,17 @@ async fn the_image_runs_a_usable_sandbox_and_answers_a_signed_webhook() {
     // A (fake) GitHub on this host, which the container reaches too.
     let github = FakeForge::start(Kind::GitHub).await.unwrap();
     github.with(|s| s.tokens.insert(TOKEN.into(), "forgehand".into()));
+    // And the model server doctor asks (the scripted one, on this host).
+    let model = forgehand_tests::model_server::ModelServer::start(vec![])
+        .await
+        .unwrap();
     let config = dir.path().join("forgehand.toml");
     std::fs::write(
         &config,
         format!(
-            "[github]\napi_url = \"{}\"\ntoken = \"{TOKEN}\"\nwebhook_secret = [\"{SECRET}\"]\n\n[queue]\nworkers = 1\n",
-            github.base_url
+            "[github]\napi_url = \"{}\"\ntoken = \"{TOKEN}\"\nwebhook_secret = [\"{SECRET}\"]\n\n[queue]\nworkers = 1\n\n[model]\nbase_url = \"{}\"\n",
+            github.base_url,
+            model.url_for("openai")
         ),
     )
     .unwrap();
@@ -175,6 +180,39 @@ async fn the_image_runs_a_usable_sandbox_and_answers_a_signed_webhook() {
     assert!(
         report.contains("sandbox.backend = \"namespace\": jobs run in the namespace backend"),
         "{report}"
+    );
+    // As official images do: `forgehand doctor` runs the same, and a
+    // command that is not forgehand's runs as itself (issue 24: the
+    // entrypoint put `forgehand` before everything).
+    let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
+    args.extend(base.iter().cloned());
+    args.extend(flags.iter().cloned());
+    args.extend([TAG.to_owned(), "forgehand".to_owned(), "doctor".to_owned()]);
+    let out = podman(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "forgehand doctor in the container:\n{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("model              ok: "),
+        "{}",
+        text(&out)
+    );
+    let mut args: Vec<String> = vec!["run".into(), "--rm".into()];
+    args.extend(base.iter().cloned());
+    args.extend([
+        TAG.to_owned(),
+        "sh".to_owned(),
+        "-c".to_owned(),
+        "echo from a shell in $PWD".to_owned(),
+    ]);
+    let out = podman(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("from a shell in /var/lib/forgehand"),
+        "{}",
+        text(&out)
     );
 
     // Without them, serve refuses to start, and says which flags.

@@ -61,12 +61,20 @@ async fn receiver() -> Receiver {
 async fn forge(kind: Kind, url: &str, secret: &str, bot: &str) -> FakeForge {
     let forge = FakeForge::start(kind).await.unwrap();
     forge.with(|s| {
-        s.tokens.insert(TOKEN.into(), bot.into());
+        s.bot_token(kind, REPO, TOKEN, bot);
         s.add_issue(REPO, "maintainer", "Fix add", "add() subtracts.");
         let pr = json!({"title": "Speed up", "body": "Faster.", "head": "fast", "base": "main"});
         s.open_pull(REPO, "contributor", &pr).unwrap();
     });
     forge.set_clone_url(REPO, CLONE_URL);
+    // The repository's branches, as the forge knows them, and a
+    // collaborator to ask for a review.
+    let git = tempfile::tempdir().unwrap().keep();
+    forge.make_git(REPO, &git, &["main", "fast", "forgehand/issue-1"]);
+    forge.with(|s| {
+        s.permissions
+            .insert((REPO.into(), "maintainer".into()), "write".into());
+    });
     forge.add_webhook(url, secret);
     forge
 }

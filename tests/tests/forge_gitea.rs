@@ -33,7 +33,16 @@ async fn setup() -> (FakeForge, GiteaClient, RepoRef) {
             "The install line is wrong.",
         );
         s.add_comment("acme/demo", 1, "maintainer", "@forgehand fix this please");
+        // What `forgehand setup gitea` asks a token to carry.
+        s.token_scopes.insert(
+            BOT_TOKEN.into(),
+            forgehand_tests::story::GITEA_SCOPES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        );
     });
+    gitea.api_test_repository("forgehand");
     let client = GiteaClient::new(&gitea.base_url, SecretString::from(BOT_TOKEN)).unwrap();
     (gitea, client, RepoRef::new("acme", "demo"))
 }
@@ -150,7 +159,12 @@ async fn opens_a_pull_request_once_and_updates_it_after() {
     client
         .set_status(
             &repo,
-            "0123456789abcdef0123456789abcdef01234567",
+            &gitea.with(|s| {
+                let git = git2::Repository::open_bare(&s.git_dirs["acme/demo"]).unwrap();
+                let main = git.find_reference("refs/heads/main").unwrap();
+                let id = main.peel_to_commit().unwrap().id();
+                id.to_string()
+            }),
             &CommitStatus {
                 state: StatusState::Success,
                 context: "forgehand",

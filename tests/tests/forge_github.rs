@@ -34,7 +34,19 @@ async fn fake() -> FakeForge {
         );
         s.add_comment("acme/demo", 1, "maintainer", "@forgehand fix this please");
     });
+    github.api_test_repository("forgehand");
     github
+}
+
+/// The commit of `main` in the fake's repository.
+fn main_commit(forge: &FakeForge) -> String {
+    forge.with(|s| {
+        let dir = s.git_dirs["acme/demo"].clone();
+        let git = git2::Repository::open_bare(dir).unwrap();
+        let main = git.find_reference("refs/heads/main").unwrap();
+        let id = main.peel_to_commit().unwrap().id();
+        id.to_string()
+    })
 }
 
 fn repo() -> RepoRef {
@@ -135,7 +147,7 @@ async fn every_operation_with_a_personal_token() {
     client
         .set_status(
             &repo,
-            "0123456789abcdef0123456789abcdef01234567",
+            &main_commit(&github),
             &CommitStatus {
                 state: StatusState::Pending,
                 context: "forgehand",
@@ -223,7 +235,7 @@ async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
     }
     client.create_comment(&repo, 1, "on it").await.unwrap();
     // As an App, a status is a check run.
-    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let sha = &main_commit(&github);
     for (state, description) in [
         (StatusState::Pending, "working"),
         (StatusState::Success, "integrity and secret checks passed"),
@@ -481,4 +493,43 @@ async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() 
         );
     });
     assert_eq!(forge.violations(), Vec::<String>::new());
+}
+
+/// A comment whose answer was lost is found by the retry, not made again
+/// (the retrying client over the real one, against the fake GitHub).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_comment_whose_answer_was_lost_is_made_once() {
+    use forgehand_forge::api::{RetryPolicy, Retrying};
+    use forgehand_tests::fake_forge::CallFault;
+    let github = fake().await;
+    let client = GitHubClient::new(
+        &github.base_url,
+        GitHubAuth::Token(SecretString::from(TOKEN)),
+    )
+    .unwrap();
+    let api = Retrying::new(std::sync::Arc::new(client), RetryPolicy::default());
+    github.with(|s| {
+        s.call_faults.push(CallFault {
+            call: "POST /repos/{owner}/{repo}/issues/{issue_number}/comments".into(),
+            status: 502,
+            retry_after: None,
+            after_serving: true,
+        })
+    });
+    let made = api
+        .create_comment(
+            &repo(),
+            1,
+            "🛠\u{fe0f} **working**\n\n<!-- forgehand:job:5 -->",
+        )
+        .await
+        .unwrap();
+    let bots: Vec<u64> = github.with(|s| {
+        s.comments
+            .iter()
+            .filter(|c| c.user == "forgehand")
+            .map(|c| c.id)
+            .collect()
+    });
+    assert_eq!(bots, [made.id], "made once");
 }

@@ -38,11 +38,12 @@ async fn world_on(kind: Kind, script: Vec<Step>) -> World {
     let project = ServedProject::start(kind, dir.path()).await;
     let github = FakeForge::start(kind).await.unwrap();
     github.with(|s| {
-        s.tokens.insert(TOKEN.into(), "forgehand".into());
+        s.bot_token(kind, "acme/demo", TOKEN, "forgehand");
         s.permissions
             .insert(("acme/demo".into(), "maintainer".into()), "write".into());
         s.add_issue("acme/demo", "maintainer", "Fix add", "add() subtracts.");
     });
+    github.set_git_dir("acme/demo", &dir.path().join("served/demo.git"));
     let model = ModelServer::start(script).await.unwrap();
     World {
         kind,

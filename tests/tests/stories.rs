@@ -98,6 +98,17 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         ),
         "{status}"
     );
+    // The commit status is on the commit that was pushed, and on no
+    // other (the fake refuses a status for a commit the repository does
+    // not hold).
+    let tip = story.tip("forgehand/1-fix-add");
+    let statuses = story.statuses();
+    assert!(!statuses.is_empty(), "a status was set");
+    assert!(
+        statuses.iter().all(|(sha, _)| *sha == tip),
+        "{statuses:?} vs the pushed {tip}"
+    );
+    assert_eq!(story.forge.refused(), Vec::<String>::new());
     let reviewers = story.forge.with(|s| s.review_requests.clone());
     assert_eq!(
         reviewers,

@@ -466,6 +466,22 @@ async fn setup_gitea_for_an_organization_makes_its_hook_and_label_once() {
         s.permissions
             .insert(("acme".into(), BOT.into()), "owner".into());
     });
+    // A token without write:organization is told so by the forge's own
+    // words, and nothing is made.
+    let out = story.cli(&["setup", "gitea", "--org", "acme"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("[write:organization]"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(story.forge.with(|s| s.webhooks.api_hooks().is_empty()));
+    story.forge.with(|s| {
+        s.token_scopes
+            .get_mut(forgehand_tests::project::TOKEN)
+            .unwrap()
+            .push("write:organization".into());
+    });
     for run in 1..=2 {
         let out = story.cli(&["setup", "gitea", "--org", "acme"]);
         let stdout = text(&out.stdout);

@@ -299,17 +299,24 @@ fn a_failing_read_is_an_error_not_a_guess() {
 
 #[test]
 fn detected_packages_are_valid_names() {
-    for plan in detect(
+    let plans = detect(
         &MapFiles::new()
             .with("pnpm-lock.yaml", "")
             .with("requirements.txt", "")
             .with("Cargo.toml", "")
             .with("go.mod", ""),
     )
-    .unwrap()
-    {
+    .unwrap();
+    // Issue 24: with nothing detected the loop below checked nothing and
+    // passed.
+    assert_eq!(plans.len(), 4, "one plan per toolchain");
+    let mut checked = 0;
+    for plan in plans {
+        assert!(!plan.packages.is_empty(), "each toolchain needs packages");
         for name in plan.packages {
             crate::spec::DebianPackage::new(name).unwrap();
+            checked += 1;
         }
     }
+    assert!(checked >= 4, "{checked} names checked");
 }

@@ -378,8 +378,29 @@ impl ForgeApi for GiteaClient {
                     base: pr.base,
                     draft: false,
                 };
-                self.send(Method::POST, &format!("{base}/pulls"), Some(&new))
-                    .await?
+                let made = self
+                    .send(Method::POST, &format!("{base}/pulls"), Some(&new))
+                    .await;
+                match made {
+                    // An earlier try's pull request whose answer was lost:
+                    // Gitea says one exists for these branches. Taken, not
+                    // made twice.
+                    Err(ForgeError::Conflict(message) | ForgeError::Invalid(message))
+                        if message.contains("already exists") =>
+                    {
+                        let found = self
+                            .open_pull_from(repo, pr.head, pr.base)
+                            .await?
+                            .ok_or(ForgeError::Conflict(message))?;
+                        let edit = EditPull {
+                            title: &title,
+                            body: pr.body,
+                        };
+                        let path = format!("{base}/pulls/{}", found.number);
+                        self.send(Method::PATCH, &path, Some(&edit)).await?
+                    }
+                    other => other?,
+                }
             }
         };
         Ok(answer.json::<wire::Pull>()?.into())

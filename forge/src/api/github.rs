@@ -520,8 +520,33 @@ impl ForgeApi for GitHubClient {
                     base: pr.base,
                     draft: pr.draft,
                 };
-                self.call(repo, Method::POST, &format!("{base}/pulls"), Some(&new))
-                    .await?
+                let made = self
+                    .call(repo, Method::POST, &format!("{base}/pulls"), Some(&new))
+                    .await;
+                match made {
+                    // An earlier try's pull request, whose answer was lost
+                    // and which the list did not show yet: GitHub says it
+                    // exists. Taken, not made twice.
+                    Err(ForgeError::Invalid(message)) if message.contains("already exists") => {
+                        let again = format!(
+                            "{base}/pulls?{}",
+                            query(&[("state", "open"), ("head", &head), ("per_page", "100")])
+                        );
+                        let bound = Bound::new(List::OpenPullRequests, repo, None);
+                        let open: Vec<wire::Pull> = self.list(repo, bound, again).await?;
+                        let found = open
+                            .into_iter()
+                            .find(|p| p.head.name == pr.head && p.is_from(repo))
+                            .ok_or(ForgeError::Invalid(message))?;
+                        let edit = EditPull {
+                            title: pr.title,
+                            body: pr.body,
+                        };
+                        let path = format!("{base}/pulls/{}", found.number);
+                        self.call(repo, Method::PATCH, &path, Some(&edit)).await?
+                    }
+                    other => other?,
+                }
             }
         };
         Ok(answer.json::<wire::Pull>()?.into())

@@ -207,19 +207,31 @@ pub trait ForgeApi: Send + Sync {
     async fn git_credentials(&self, repo: &RepoRef) -> Result<(String, SecretString), ForgeError>;
 }
 
+/// How long to wait on a rate limit whose answer says nothing of when to
+/// come back: GitHub's documentation says a secondary rate limit without
+/// `Retry-After` is waited out "at least one minute".
+pub const RATE_LIMIT_UNSAID: Duration = Duration::from_secs(60);
+
 /// The error kind for an HTTP answer.
 pub(crate) fn classify(status: u16, retry_after: Option<Duration>, detail: String) -> ForgeError {
+    // GitHub's secondary rate limits are 403s (sometimes without
+    // Retry-After) that say so in their message.
+    let says_rate_limit = detail.to_ascii_lowercase().contains("rate limit");
     match status {
         404 => ForgeError::NotFound(detail),
         401 | 403 if retry_after.is_some() => ForgeError::RateLimited {
             retry_after: retry_after.unwrap_or_default(),
             call: call_of(&detail),
         },
+        403 if says_rate_limit => ForgeError::RateLimited {
+            retry_after: RATE_LIMIT_UNSAID,
+            call: call_of(&detail),
+        },
         401 | 403 => ForgeError::Forbidden(detail),
         409 => ForgeError::Conflict(detail),
         422 | 400 => ForgeError::Invalid(detail),
         429 => ForgeError::RateLimited {
-            retry_after: retry_after.unwrap_or(Duration::from_secs(60)),
+            retry_after: retry_after.unwrap_or(RATE_LIMIT_UNSAID),
             call: call_of(&detail),
         },
         _ => ForgeError::Other(format!("HTTP {status}: {detail}")),
@@ -232,4 +244,44 @@ fn call_of(detail: &str) -> String {
         .split_once(": ")
         .map_or(detail, |(call, _)| call)
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 24, finding 9: GitHub's secondary rate limit, a 403 that
+    /// says so and may carry no Retry-After, ended a job as `forbidden`
+    /// instead of being waited out; what a limit names is its call.
+    #[test]
+    fn a_rate_limit_is_one_whatever_its_status_and_names_its_call() {
+        let secondary = classify(
+            403,
+            None,
+            "POST /repos/acme/demo/pulls: You have exceeded a secondary rate limit. Please wait a few minutes before you try again.".into(),
+        );
+        match &secondary {
+            ForgeError::RateLimited { retry_after, call } => {
+                assert_eq!(*retry_after, RATE_LIMIT_UNSAID);
+                assert_eq!(call, "POST /repos/acme/demo/pulls");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(secondary.is_transient());
+        assert!(secondary
+            .to_string()
+            .starts_with("POST /repos/acme/demo/pulls: rate limited"));
+        assert!(matches!(
+            classify(
+                403,
+                None,
+                "GET /x: Resource not accessible by integration".into()
+            ),
+            ForgeError::Forbidden(_)
+        ));
+        assert!(matches!(
+            classify(429, None, "GET /x: slow down".into()),
+            ForgeError::RateLimited { retry_after, .. } if retry_after == RATE_LIMIT_UNSAID
+        ));
+    }
 }

@@ -65,9 +65,13 @@ impl RetryPolicy {
     }
 
     /// Runs `call` until it succeeds, fails for a reason waiting cannot
-    /// fix, or has been made [`RetryPolicy::attempts`] times. `before`
+    /// fix, or has been tried [`RetryPolicy::attempts`] times. `before`
     /// runs before each repeat (not the first try) and may find that an
-    /// earlier try took effect after all.
+    /// earlier try took effect after all. A `before` that itself fails is
+    /// a try of its own, waited out and made again: a write is repeated
+    /// only once a check said the earlier try did not take effect (a
+    /// failed look at the comments read as "none" made a second status
+    /// comment).
     pub async fn run<T, F, Fut, B, BFut>(
         &self,
         name: &str,
@@ -78,14 +82,14 @@ impl RetryPolicy {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ForgeError>>,
         B: FnMut() -> BFut,
-        BFut: Future<Output = Option<T>>,
+        BFut: Future<Output = Result<Option<T>, ForgeError>>,
     {
         let mut attempt = 1;
+        let mut error = match call().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
         loop {
-            let error = match call().await {
-                Ok(value) => return Ok(value),
-                Err(error) => error,
-            };
             let Some(wait) = self.wait(&error, attempt) else {
                 return Err(error);
             };
@@ -102,9 +106,24 @@ impl RetryPolicy {
             );
             tokio::time::sleep(wait).await;
             attempt += 1;
-            if let Some(done) = before().await {
-                return Ok(done);
-            }
+            let checked = before().await;
+            tracing::info!(
+                call = name,
+                attempt,
+                took_effect = matches!(checked, Ok(Some(_))),
+                check_failed = checked.is_err(),
+                "looked whether the earlier try took effect"
+            );
+            error = match checked {
+                Ok(Some(done)) => return Ok(done),
+                Ok(None) => match call().await {
+                    Ok(value) => return Ok(value),
+                    Err(error) => error,
+                },
+                // Not known whether the earlier try took effect: look
+                // again after the next wait, never write blindly.
+                Err(error) => error,
+            };
         }
     }
 
@@ -114,7 +133,7 @@ impl RetryPolicy {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ForgeError>>,
     {
-        self.run(name, call, || async { None }).await
+        self.run(name, call, || async { Ok(None) }).await
     }
 }
 
@@ -167,8 +186,8 @@ impl ForgeApi for Retrying {
                 || self.inner.create_comment(repo, number, body),
                 || async {
                     // The newest first: an earlier try's comment is recent.
-                    let comments = self.inner.comments(repo, number).await.ok()?;
-                    comments.into_iter().rev().find(|c| c.body == body)
+                    let comments = self.inner.comments(repo, number).await?;
+                    Ok(comments.into_iter().rev().find(|c| c.body == body))
                 },
             )
             .await
@@ -259,11 +278,11 @@ impl ForgeApi for Retrying {
                         .reply_to_review_comment(repo, number, comment, body)
                 },
                 || async {
-                    let comments = self.inner.review_comments(repo, number).await.ok()?;
-                    comments
+                    let comments = self.inner.review_comments(repo, number).await?;
+                    Ok(comments
                         .iter()
                         .any(|c| c.id > comment.id && c.path == comment.path && c.body == body)
-                        .then_some(())
+                        .then_some(()))
                 },
             )
             .await

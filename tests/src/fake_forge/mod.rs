@@ -15,6 +15,7 @@ mod manifest;
 mod paging;
 mod setup;
 pub mod state;
+pub mod strict;
 pub mod webhooks;
 
 use std::collections::HashMap;
@@ -28,7 +29,7 @@ use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
 pub use github::APP_BOT;
-pub use state::{CallFault, ForgeState, Hold};
+pub use state::{CallFault, FaultShare, ForgeState, Hold};
 pub use webhooks::Delivery;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +130,54 @@ impl FakeForge {
 
     pub fn with<T>(&self, f: impl FnOnce(&mut ForgeState) -> T) -> T {
         f(&mut self.state.lock().unwrap())
+    }
+
+    /// Where `repo`'s commits and branches are: a bare git directory.
+    pub fn set_git_dir(&self, repo: &str, dir: &std::path::Path) {
+        self.with(|s| s.git_dirs.insert(repo.to_owned(), dir.to_owned()));
+    }
+
+    /// Gives `repo` a small git directory of its own (inside `dir`) with
+    /// `branches`; returns each branch's commit.
+    pub fn make_git(
+        &self,
+        repo: &str,
+        dir: &std::path::Path,
+        branches: &[&str],
+    ) -> Vec<(String, String)> {
+        let git = dir.join(format!("{}.git", repo.replace('/', "_")));
+        let made = strict::make_git(&git, branches);
+        self.set_git_dir(repo, &git);
+        made
+    }
+
+    /// `acme/demo` as the API tests use it: a git directory (kept under
+    /// the system's temporary directory) with `main` and the head
+    /// branches the tests open pull requests from, and the bot (`login`)
+    /// a collaborator that may write, as its installation would make it.
+    /// Returns `main`'s commit.
+    pub fn api_test_repository(&self, login: &str) -> String {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let made = self.make_git(
+            "acme/demo",
+            &dir,
+            &[
+                "main",
+                "forgehand/1-fix",
+                "forgehand/1-x",
+                "forgehand/1-fix-the-readme",
+            ],
+        );
+        self.with(|s| {
+            s.permissions
+                .insert(("acme/demo".into(), login.into()), "write".into());
+        });
+        made[0].1.clone()
+    }
+
+    /// What the forge refused for what it asked (see `strict`).
+    pub fn refused(&self) -> Vec<String> {
+        self.with(|s| s.refused.clone())
     }
 
     pub fn violations(&self) -> Vec<String> {
@@ -247,6 +296,24 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
             return fault(status, retry_after);
         }
     }
+    // A random fault: before serving, or (half of the writes' faults)
+    // after, the change made and its answer lost.
+    let mut lost_answer = None;
+    if let Some(mut share) = state.fault_share {
+        let (draw, kind, lose) = (share.draw(), share.draw(), share.draw());
+        state.fault_share = Some(share);
+        if draw < share.per_mille {
+            const KINDS: [(u16, Option<u64>); 4] =
+                [(500, None), (429, Some(1)), (403, Some(1)), (502, None)];
+            let (status, retry_after) = KINDS[kind as usize % KINDS.len()];
+            state.faults_served += 1;
+            if matched.method != "GET" && lose < 500 {
+                lost_answer = Some((status, retry_after));
+            } else {
+                return fault(status, retry_after);
+            }
+        }
+    }
     let call = format!("{} {}", matched.method, matched.template);
     let call_fault = state
         .call_faults
@@ -304,11 +371,28 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
             }
         }
     }
+    let body = body.unwrap_or(Value::Null);
+    let call = strict::Call {
+        kind: shared.kind,
+        method: &matched.method,
+        template: &matched.template,
+        repo: &repo,
+        user: &user,
+        token: &token,
+        args: &args,
+        body: &body,
+    };
+    if let Err((status, message)) = strict::check(&state, &call) {
+        state
+            .refused
+            .push(format!("{} {}: {message}", matched.method, uri.path()));
+        return (status, Json(json!({"message": message}))).into_response();
+    }
     let request = Request {
         repo: &repo,
         user: &user,
         token: &token,
-        body: &body.unwrap_or(Value::Null),
+        body: &body,
         args: &args,
         query: &query,
     };
@@ -334,6 +418,9 @@ fn handle(shared: &Shared, method: Method, uri: Uri, headers: HeaderMap, body: B
     let extra = std::mem::take(&mut state.extra_headers);
     if let Some(f) = call_fault {
         return fault(f.status, f.retry_after);
+    }
+    if let Some((status, retry_after)) = lost_answer {
+        return fault(status, retry_after);
     }
     let mut response = respond(shared, answer, &matched, &headers, &uri, &query);
     for (name, value) in extra {

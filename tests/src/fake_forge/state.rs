@@ -4,6 +4,15 @@
 
 use std::collections::{HashMap, VecDeque};
 
+/// The scopes a Gitea token made for the bot carries (what `forgehand
+/// setup gitea` checks for).
+pub const GITEA_SCOPES: [&str; 4] = [
+    "write:repository",
+    "write:issue",
+    "read:user",
+    "read:organization",
+];
+
 #[derive(Default)]
 pub struct ForgeState {
     /// token → login
@@ -33,6 +42,12 @@ pub struct ForgeState {
     pub statuses: Vec<(String, String, String, String, String)>,
     /// Requests refused because the real API would not take them.
     pub violations: Vec<String>,
+    /// Requests the forge refuses for what they ask (no right, an
+    /// unknown commit, branch or reviewer): `METHOD path: message`.
+    pub refused: Vec<String>,
+    /// Each repository's git directory (`owner/name` → a bare repository),
+    /// where the fake reads which commits and branches exist.
+    pub git_dirs: HashMap<String, std::path::PathBuf>,
     /// `METHOD template` of every request that got through.
     pub calls: Vec<String>,
     /// Answers to give the next requests instead of serving them:
@@ -48,6 +63,10 @@ pub struct ForgeState {
     pub held: Vec<String>,
     /// Every n-th API call fails (5xx and rate limits in turn).
     pub fault_every: Option<u64>,
+    /// A share of API calls fails, drawn at random from a seed (5xx, rate
+    /// limits with Retry-After, secondary rate limits), and of the writes
+    /// among them half are made and their answer lost.
+    pub fault_share: Option<FaultShare>,
     pub calls_seen: u64,
     pub faults_served: u64,
     /// The registered hooks and every delivery sent to them.
@@ -100,6 +119,33 @@ pub struct ManifestApp {
     pub events: serde_json::Value,
     /// The manifest as posted.
     pub manifest: serde_json::Value,
+}
+
+/// Random faults: `per_mille` of calls fail.
+#[derive(Debug, Clone, Copy)]
+pub struct FaultShare {
+    pub per_mille: u32,
+    /// The generator's state (xorshift64), from a seed.
+    pub state: u64,
+}
+
+impl FaultShare {
+    pub fn new(per_mille: u32, seed: u64) -> Self {
+        FaultShare {
+            per_mille,
+            state: seed.max(1),
+        }
+    }
+
+    /// The next draw, 0 to 999.
+    pub fn draw(&mut self) -> u32 {
+        let mut x = self.state;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.state = x;
+        (x % 1000) as u32
+    }
 }
 
 /// A failure the fake gives one kind of call.
@@ -244,6 +290,21 @@ impl ForgeState {
             head_repo: None,
         });
         number
+    }
+
+    /// The bot's token as a real installation has it: `token` acts as
+    /// `login`, who may write to `repo`; on Gitea the token carries the
+    /// scopes `forgehand setup gitea` asks for.
+    pub fn bot_token(&mut self, kind: super::Kind, repo: &str, token: &str, login: &str) {
+        self.tokens.insert(token.into(), login.into());
+        self.permissions
+            .insert((repo.into(), login.into()), "write".into());
+        if kind == super::Kind::Gitea {
+            self.token_scopes.insert(
+                token.into(),
+                GITEA_SCOPES.iter().map(|s| (*s).to_owned()).collect(),
+            );
+        }
     }
 
     pub fn add_comment(&mut self, repo: &str, issue: u64, user: &str, body: &str) -> u64 {

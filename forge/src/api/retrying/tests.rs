@@ -14,6 +14,8 @@ struct Flaky {
     /// (the answer was lost on the way back).
     made_anyway: bool,
     comments: Mutex<Vec<Comment>>,
+    /// Taken one per call of `comments`.
+    list_faults: Mutex<VecDeque<ForgeError>>,
     calls: AtomicU32,
 }
 
@@ -53,6 +55,9 @@ impl ForgeApi for Flaky {
         )))
     }
     async fn comments(&self, _: &RepoRef, _: u64) -> Result<Vec<Comment>, ForgeError> {
+        if let Some(e) = self.list_faults.lock().unwrap().pop_front() {
+            return Err(e);
+        }
         Ok(self.comments.lock().unwrap().clone())
     }
     async fn permission(&self, _: &RepoRef, _: &str) -> Result<Permission, ForgeError> {
@@ -197,6 +202,22 @@ async fn a_comment_whose_answer_was_lost_is_not_made_twice() {
     let comment = api.create_comment(&repo(), 1, "the status").await.unwrap();
     assert_eq!(comment.id, 1);
     assert_eq!(flaky.comments.lock().unwrap().len(), 1);
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+}
+
+/// Issue 24: under a third of calls failing, a job had two status
+/// comments: the look for the earlier try's comment failed, was read as
+/// "none", and the comment was made again.
+#[tokio::test(start_paused = true)]
+async fn a_failed_look_for_the_earlier_try_is_not_read_as_none() {
+    let (flaky, api) = retrying(Flaky {
+        made_anyway: true,
+        list_faults: Mutex::new([server_error(), server_error()].into_iter().collect()),
+        ..Flaky::failing([server_error()])
+    });
+    let comment = api.create_comment(&repo(), 1, "the status").await.unwrap();
+    assert_eq!(comment.id, 1);
+    assert_eq!(flaky.comments.lock().unwrap().len(), 1, "made once");
     assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
 }
 
