@@ -40,6 +40,6 @@ async fn run(connection: &mut PgConnection) -> StoreResult<()> {
     // The lock above is the one: sqlx's own would be a second, keyed on
     // the database's name.
     migrator.set_locking(false);
-    migrator.run(connection).await?;
+    migrator.run_direct(connection).await?;
     Ok(())
 }
