@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Executor};
+#[cfg(test)]
+use sqlx::Connection;
 
 use process::User;
 
@@ -339,5 +341,58 @@ impl PgServer {
 impl Drop for PgServer {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without PostgreSQL the tests fail, saying what to install.
+    #[test]
+    fn a_missing_server_names_the_package_to_install() {
+        let empty = tempfile::tempdir().unwrap();
+        let error = process::binaries_in(None, empty.path()).unwrap_err();
+        assert!(matches!(error, HarnessError::NotInstalled));
+        assert!(
+            error.to_string().contains("apt-get install postgresql"),
+            "{error}"
+        );
+        let chosen = process::binaries_in(Some(empty.path().into()), Path::new("/usr/lib/postgresql"));
+        assert!(matches!(chosen, Err(HarnessError::NotInstalled)));
+    }
+
+    /// A server runs as an unprivileged user (as root: `nobody`), answers,
+    /// and is gone with its directory once dropped.
+    #[tokio::test]
+    async fn a_server_runs_unprivileged_and_is_gone_when_dropped() {
+        let server = PgServer::start_private().unwrap();
+        let dir = server.socket_dir().to_owned();
+        let pid = {
+            let running = server.running.lock().unwrap();
+            running.as_ref().unwrap().child.id()
+        };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let uid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|ids| ids.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        assert_ne!(uid, "0", "postgres runs as root");
+        let url = server.create_database().await.unwrap();
+        let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
+        let one: i32 = sqlx::query_scalar("SELECT 1")
+            .fetch_one(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(one, 1);
+        drop(connection);
+        drop(server);
+        assert!(!dir.exists(), "{} is left", dir.display());
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "postgres {pid} still runs"
+        );
     }
 }

@@ -20,16 +20,22 @@ const OWNER_FILE: &str = "harness.pid";
 /// The newest `/usr/lib/postgresql/<version>/bin` with a server in it, or
 /// `$FORGEHAND_TEST_PG_BIN`.
 pub(crate) fn binaries() -> Result<PathBuf, HarnessError> {
+    binaries_in(
+        std::env::var_os("FORGEHAND_TEST_PG_BIN").map(PathBuf::from),
+        Path::new("/usr/lib/postgresql"),
+    )
+}
+
+pub(crate) fn binaries_in(chosen: Option<PathBuf>, debian: &Path) -> Result<PathBuf, HarnessError> {
     let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
-    if let Some(dir) = std::env::var_os("FORGEHAND_TEST_PG_BIN") {
-        let dir = PathBuf::from(dir);
+    if let Some(dir) = chosen {
         return if has_server(&dir) {
             Ok(dir)
         } else {
             Err(HarnessError::NotInstalled)
         };
     }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(debian)
         .into_iter()
         .flatten()
         .flatten()
