@@ -169,10 +169,7 @@ pub async fn count(store: &dyn Store, state: JobState) -> i64 {
 /// Makes a held lease expire at once, as if its worker had stopped
 /// heartbeating long ago, without waiting for it.
 pub async fn expire(store: &dyn Store, job: &ClaimedJob, worker: &str) {
-    assert!(store
-        .heartbeat(job, worker, Duration::ZERO)
-        .await
-        .unwrap());
+    assert!(store.heartbeat(job, worker, Duration::ZERO).await.unwrap());
     // Expired is "before now": let the clock pass the lease's end.
     tokio::time::sleep(Duration::from_millis(5)).await;
 }

@@ -81,8 +81,15 @@ pub async fn one_batch_answers_each_delivery_as_if_it_came_alone(backend: &dyn B
     );
     let duplicate = &rows[1];
     assert_eq!(duplicate.status_code, 200);
-    assert_eq!(duplicate.reason.as_deref(), Some(DuplicateOf::DeliveryId.reason()));
-    assert_eq!(duplicate.duplicate_of, Some(rows[5].id), "points at b's first row");
+    assert_eq!(
+        duplicate.reason.as_deref(),
+        Some(DuplicateOf::DeliveryId.reason())
+    );
+    assert_eq!(
+        duplicate.duplicate_of,
+        Some(rows[5].id),
+        "points at b's first row"
+    );
     assert_eq!(count(&*store, JobState::Queued).await, 4);
 }
 
@@ -185,7 +192,10 @@ pub async fn the_open_intake_transaction_is_all_or_nothing(backend: &dyn Backend
     })
     .await
     .unwrap();
-    assert_eq!(ids(store.list_deliveries(&all()).await.unwrap()), ["c", "d"]);
+    assert_eq!(
+        ids(store.list_deliveries(&all()).await.unwrap()),
+        ["c", "d"]
+    );
     assert_eq!(count(&*store, JobState::Queued).await, 1);
 }
 
@@ -238,7 +248,10 @@ pub async fn the_intake_writer_answers_each_request_once_it_is_committed(backend
     }
     assert_eq!((new.len(), duplicates.len()), (32, 8));
     for (id, jobs) in duplicates {
-        assert_eq!(new[&id], jobs, "a redelivery of {id} answers with its first's jobs");
+        assert_eq!(
+            new[&id], jobs,
+            "a redelivery of {id} answers with its first's jobs"
+        );
     }
     woken.await;
     assert_eq!(count(&*store, JobState::Queued).await, 32);
@@ -258,7 +271,11 @@ pub async fn a_body_replayed_under_a_new_delivery_id_is_a_duplicate(backend: &dy
         .record_deliveries(&[signed("r-1", ForgeKind::Github)])
         .await
         .unwrap();
-    let Recorded::New { delivery: first_row, jobs } = &first[0] else {
+    let Recorded::New {
+        delivery: first_row,
+        jobs,
+    } = &first[0]
+    else {
         panic!("{first:?}")
     };
     let replay = store
@@ -272,7 +289,10 @@ pub async fn a_body_replayed_under_a_new_delivery_id_is_a_duplicate(backend: &dy
     let rows = store.list_deliveries(&all()).await.unwrap();
     assert_eq!(rows[0].outcome, Outcome::Duplicate);
     assert_eq!(rows[0].duplicate_of, Some(*first_row));
-    assert_eq!(rows[0].reason.as_deref(), Some(DuplicateOf::Payload.reason()));
+    assert_eq!(
+        rows[0].reason.as_deref(),
+        Some(DuplicateOf::Payload.reason())
+    );
     assert_eq!(store.delivery_payload(rows[0].id).await.unwrap(), None);
     assert_eq!(count(&*store, JobState::Queued).await, 1, "no second job");
 
@@ -294,7 +314,13 @@ pub async fn a_body_replayed_under_a_new_delivery_id_is_a_duplicate(backend: &dy
         .await
         .unwrap();
     assert!(
-        matches!(&forgejo[0], Recorded::Duplicate { of: DuplicateOf::Payload, .. }),
+        matches!(
+            &forgejo[0],
+            Recorded::Duplicate {
+                of: DuplicateOf::Payload,
+                ..
+            }
+        ),
         "{forgejo:?}"
     );
 }
@@ -310,14 +336,19 @@ pub async fn a_refused_delivery_does_not_hold_its_delivery_id(backend: &dyn Back
         ])
         .await
         .unwrap();
-    assert!(got.iter().all(|r| matches!(r, Recorded::New { .. })), "{got:?}");
+    assert!(
+        got.iter().all(|r| matches!(r, Recorded::New { .. })),
+        "{got:?}"
+    );
     let rejected = DeliveryQuery {
         outcome: Some(Outcome::Rejected),
         ..all()
     };
     let rows = store.list_deliveries(&rejected).await.unwrap();
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r.status_code == 401 && r.jobs.is_empty()));
+    assert!(rows
+        .iter()
+        .all(|r| r.status_code == 401 && r.jobs.is_empty()));
     assert_eq!(
         store.delivery_payload(rows[0].id).await.unwrap(),
         None,
@@ -363,7 +394,11 @@ pub async fn installations_are_recorded_with_their_deliveries(backend: &dyn Back
     let installed = store.installations().await.unwrap();
     assert_eq!(installed.len(), 1);
     assert_eq!(
-        (installed[0].id, installed[0].account.as_str(), installed[0].state.as_str()),
+        (
+            installed[0].id,
+            installed[0].account.as_str(),
+            installed[0].state.as_str()
+        ),
         (42, "acme", "suspended")
     );
     assert_eq!(installed[0].repositories, ["acme/b", "acme/c"]);
@@ -375,7 +410,10 @@ pub async fn installations_are_recorded_with_their_deliveries(backend: &dyn Back
         .await
         .unwrap();
     let installed = store.installations().await.unwrap();
-    assert_eq!((installed[0].state.as_str(), installed[0].updated_at), ("suspended", 30));
+    assert_eq!(
+        (installed[0].state.as_str(), installed[0].updated_at),
+        ("suspended", 30)
+    );
     store
         .record_deliveries(&[change(
             "i-4",

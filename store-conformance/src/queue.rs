@@ -19,7 +19,10 @@ pub async fn a_claim_takes_the_oldest_due_job_with_a_lease(backend: &dyn Backend
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((claimed.id, claimed.attempt, claimed.max_attempts), (ids[0], 1, 5));
+    assert_eq!(
+        (claimed.id, claimed.attempt, claimed.max_attempts),
+        (ids[0], 1, 5)
+    );
     assert_eq!(claimed.job, labeled(1));
     assert_eq!(claimed.last_error, None);
     let detail = store.job(ids[0]).await.unwrap().unwrap();
@@ -48,7 +51,10 @@ pub async fn a_retry_waits_for_its_backoff(backend: &dyn Backend) {
     assert!(store.finish_job(&claimed, "w", retry).await.unwrap());
     assert!(claim(&*store).await.is_none(), "not before run_at");
     let detail = store.job(ids[0]).await.unwrap().unwrap();
-    assert_eq!((detail.job.state, detail.job.run_at), (JobState::Queued, later));
+    assert_eq!(
+        (detail.job.state, detail.job.run_at),
+        (JobState::Queued, later)
+    );
     assert_eq!(detail.job.finished_at, None);
 }
 
@@ -125,12 +131,24 @@ pub async fn only_the_lease_owner_extends_or_ends_an_attempt(backend: &dyn Backe
     let ids = enqueue_labeled(&*store, &[1]).await;
     let claimed = store.claim_job("owner", LEASE).await.unwrap().unwrap();
     assert!(!store.heartbeat(&claimed, "thief", LEASE).await.unwrap());
-    let before = store.job(ids[0]).await.unwrap().unwrap().job.lease_expires_at;
+    let before = store
+        .job(ids[0])
+        .await
+        .unwrap()
+        .unwrap()
+        .job
+        .lease_expires_at;
     assert!(store
         .heartbeat(&claimed, "owner", Duration::from_secs(3600))
         .await
         .unwrap());
-    let after = store.job(ids[0]).await.unwrap().unwrap().job.lease_expires_at;
+    let after = store
+        .job(ids[0])
+        .await
+        .unwrap()
+        .unwrap()
+        .job
+        .lease_expires_at;
     assert!(after > before, "{after:?} after {before:?}");
     let failed = Finish::Failed {
         error: "late".into(),
@@ -198,7 +216,15 @@ pub async fn an_expired_lease_on_the_last_attempt_dead_letters(backend: &dyn Bac
     let dead: Vec<_> = recovered
         .dead
         .iter()
-        .map(|j| (j.id, j.run, j.attempt, j.max_attempts, j.last_error.as_deref()))
+        .map(|j| {
+            (
+                j.id,
+                j.run,
+                j.attempt,
+                j.max_attempts,
+                j.last_error.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         dead,
@@ -210,8 +236,20 @@ pub async fn an_expired_lease_on_the_last_attempt_dead_letters(backend: &dyn Bac
     assert_eq!(state, JobState::Dead);
     assert_eq!(runs, ["retry", "lost"]);
     assert!(last_error.unwrap().contains("lease of ghost expired"));
-    assert!(store.job(ids[0]).await.unwrap().unwrap().job.finished_at.is_some());
-    assert!(store.recover_expired_leases().await.unwrap().dead.is_empty());
+    assert!(store
+        .job(ids[0])
+        .await
+        .unwrap()
+        .unwrap()
+        .job
+        .finished_at
+        .is_some());
+    assert!(store
+        .recover_expired_leases()
+        .await
+        .unwrap()
+        .dead
+        .is_empty());
 }
 
 /// Every worker node runs a reaper: two at the same moment must hand a
@@ -299,7 +337,10 @@ pub async fn racing_claimers_get_each_job_once(backend: &dyn Backend) {
     }
     claimed.sort();
     expected.sort();
-    assert_eq!(claimed, expected, "each target's first job, each exactly once");
+    assert_eq!(
+        claimed, expected,
+        "each target's first job, each exactly once"
+    );
     assert_eq!(count(&*store, JobState::Running).await, 30);
     assert_eq!(count(&*store, JobState::Queued).await, 30);
 }
@@ -330,7 +371,10 @@ pub async fn a_result_is_kept_as_json(backend: &dyn Backend) {
         Some(serde_json::json!({"outcome": "succeeded", "pr": 12}))
     );
     assert_eq!(kept(ids[1]).await, Some(steps.clone()));
-    let history = store.target_history("github:acme/widgets#2", 5).await.unwrap();
+    let history = store
+        .target_history("github:acme/widgets#2", 5)
+        .await
+        .unwrap();
     assert_eq!(history[0].result, Some(steps));
     assert_eq!(history[0].error.as_deref(), Some("denied"));
 }
@@ -366,7 +410,13 @@ pub async fn job_counts_follow_every_change(backend: &dyn Backend) {
     assert_eq!(store.recover_expired_leases().await.unwrap().dead.len(), 1);
     assert_eq!(counts().await, [2, 0, 1, 1, 1, 0]);
     let newer = enqueue_labeled(&*store, &[5]).await[0];
-    assert_eq!(store.supersede_waiting("github:acme/widgets#5", newer).await.unwrap(), [ids[4]]);
+    assert_eq!(
+        store
+            .supersede_waiting("github:acme/widgets#5", newer)
+            .await
+            .unwrap(),
+        [ids[4]]
+    );
     assert_eq!(counts().await, [2, 0, 1, 1, 1, 1]);
     let later = now() + DAY;
     let pruned = store

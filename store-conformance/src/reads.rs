@@ -38,10 +38,17 @@ pub async fn deliveries_are_listed_newest_first_and_filtered(backend: &dyn Backe
     let first_row = all[3].id;
     let a = &all[3];
     assert_eq!(
-        (a.forge.as_str(), a.event.as_deref(), a.event_name.as_deref()),
+        (
+            a.forge.as_str(),
+            a.event.as_deref(),
+            a.event_name.as_deref()
+        ),
         ("github", Some("issues"), Some("issues.labeled"))
     );
-    assert_eq!((a.repo.as_deref(), a.target, a.sender.as_deref()), (Some("acme/widgets"), Some(1), Some("maintainer")));
+    assert_eq!(
+        (a.repo.as_deref(), a.target, a.sender.as_deref()),
+        (Some("acme/widgets"), Some(1), Some("maintainer"))
+    );
     assert_eq!(ids(all), ["b", "g", "r", "a"]);
     let got = store
         .list_deliveries(&query(Some("gitea"), None, None, 10))
@@ -115,12 +122,12 @@ pub async fn what_is_not_there_reads_as_none(backend: &dyn Backend) {
     assert!(store.delivery_payload(999).await.unwrap().is_none());
     assert!(store.stop_requested(999).await.unwrap().is_none());
     assert!(store.installations().await.unwrap().is_empty());
+    assert!(store.target_history(TARGET_7, 10).await.unwrap().is_empty());
     assert!(store
-        .target_history(TARGET_7, 10)
+        .supersede_waiting(TARGET_7, 5)
         .await
         .unwrap()
         .is_empty());
-    assert!(store.supersede_waiting(TARGET_7, 5).await.unwrap().is_empty());
     assert!(store
         .request_stop(TARGET_7, 5, "stopped")
         .await

@@ -15,8 +15,8 @@ use crate::Backend;
 /// body's digest unless refused.
 fn aged(id: &str, outcome: Outcome, at: i64, target: u64, jobs: usize) -> NewDelivery {
     let mut d = delivery_at(id, outcome, at, &vec![labeled(target); jobs]);
-    d.digest = (outcome != Outcome::Rejected)
-        .then(|| PayloadDigest::of(ForgeKind::Github, id.as_bytes()));
+    d.digest =
+        (outcome != Outcome::Rejected).then(|| PayloadDigest::of(ForgeKind::Github, id.as_bytes()));
     d
 }
 
@@ -67,7 +67,11 @@ pub async fn old_deliveries_and_finished_jobs_go_and_waiting_or_running_work_sta
     }
     // Finished jobs are kept until a day from now: none goes yet.
     let kept = store.prune(&retention(now, now - DAY)).await.unwrap();
-    assert_eq!((kept.jobs, kept.deliveries), (0, 2), "old-ignored and its duplicate");
+    assert_eq!(
+        (kept.jobs, kept.deliveries),
+        (0, 2),
+        "old-ignored and its duplicate"
+    );
     assert_eq!(kept.refused, 2);
 
     // Then the finished job is past its time, and its delivery with it.
@@ -100,15 +104,9 @@ pub async fn old_deliveries_and_finished_jobs_go_and_waiting_or_running_work_sta
 
     // The digests outlive the deliveries, and go in their own time: all
     // but the most recent one's, 60 days from now.
-    let later = store
-        .prune(&retention(now + 60 * DAY, now))
-        .await
-        .unwrap();
+    let later = store.prune(&retention(now + 60 * DAY, now)).await.unwrap();
     assert_eq!(later.digests, 4);
-    let again = store
-        .prune(&retention(now + 60 * DAY, now))
-        .await
-        .unwrap();
+    let again = store.prune(&retention(now + 60 * DAY, now)).await.unwrap();
     assert_eq!(
         again.deliveries + again.jobs + again.refused + again.digests,
         0,
@@ -120,7 +118,10 @@ pub async fn old_deliveries_and_finished_jobs_go_and_waiting_or_running_work_sta
         .record_deliveries(&[aged("old-waiting", Outcome::Accepted, now, 3, 1)])
         .await
         .unwrap();
-    assert!(matches!(&replay[0], Recorded::Duplicate { .. }), "{replay:?}");
+    assert!(
+        matches!(&replay[0], Recorded::Duplicate { .. }),
+        "{replay:?}"
+    );
 }
 
 pub async fn pruning_goes_batch_by_batch_through_a_backlog(backend: &dyn Backend) {

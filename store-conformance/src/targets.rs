@@ -21,7 +21,11 @@ pub async fn jobs_of_one_target_run_in_order_while_other_targets_proceed(backend
     let ids = enqueue(&*store, &[help(7), help(7), help(7), help(8)]).await;
     let first = claim(&*store).await.unwrap();
     let other = claim(&*store).await.unwrap();
-    assert_eq!((first.id, other.id), (ids[0], ids[3]), "issue 8 is not held up");
+    assert_eq!(
+        (first.id, other.id),
+        (ids[0], ids[3]),
+        "issue 8 is not held up"
+    );
     assert!(claim(&*store).await.is_none(), "issue 7 is busy");
     succeed(&*store, &other).await;
     assert!(claim(&*store).await.is_none(), "issue 7 is still busy");
@@ -81,7 +85,10 @@ pub async fn a_stop_runs_beside_the_job_it_stops(backend: &dyn Backend) {
         Some(stop_id),
         "the stop is claimed while job {running} runs"
     );
-    assert!(claim(&*store).await.is_none(), "the waiting work still waits");
+    assert!(
+        claim(&*store).await.is_none(),
+        "the waiting work still waits"
+    );
     assert_eq!(store.stop_requested(running).await.unwrap(), None);
     let stopped = store
         .request_stop(TARGET_7, stop_id, "stopped by @maintainer")
@@ -121,7 +128,10 @@ pub async fn behind_many_held_back_jobs_a_claim_still_finds_the_right_one(backen
     let stop_id = enqueue(&*store, &[stop(7)]).await[0];
     let third = claim(&*store).await.unwrap();
     assert_eq!(third.id, stop_id, "the stop runs beside job {running}");
-    assert!(claim(&*store).await.is_none(), "both issues have a running job");
+    assert!(
+        claim(&*store).await.is_none(),
+        "both issues have a running job"
+    );
 
     for claimed in [first, second, third] {
         succeed(&*store, &claimed).await;
@@ -172,5 +182,8 @@ pub async fn a_cancelled_job_keeps_its_cause(backend: &dyn Backend) {
     let detail = store.job(running).await.unwrap().unwrap();
     assert_eq!(detail.job.state, JobState::Cancelled);
     assert_eq!(detail.job.cancel_cause, Some(CancelCause::Stopped));
-    assert_eq!(detail.runs[0].outcome, Some(forgehand_store::RunOutcome::Cancelled));
+    assert_eq!(
+        detail.runs[0].outcome,
+        Some(forgehand_store::RunOutcome::Cancelled)
+    );
 }

@@ -216,9 +216,13 @@ async fn record_installation(
             .await?;
     }
     for repo in removed {
-        sqlx::query_file!("queries/intake/remove_installation_repository.sql", id, repo)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query_file!(
+            "queries/intake/remove_installation_repository.sql",
+            id,
+            repo
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     Ok(())
 }
@@ -302,7 +306,10 @@ impl<'a> Row<'a> {
 
 /// What the intake writer asks of its connection.
 enum Op {
-    Add(Vec<NewDelivery>, std_mpsc::SyncSender<StoreResult<Vec<Recorded>>>),
+    Add(
+        Vec<NewDelivery>,
+        std_mpsc::SyncSender<StoreResult<Vec<Recorded>>>,
+    ),
     Commit(std_mpsc::SyncSender<StoreResult<()>>),
     Rollback(std_mpsc::SyncSender<()>),
 }
@@ -433,7 +440,8 @@ impl IntakeLog for PgIntakeLog {
     }
 
     fn commit(&mut self) -> StoreResult<()> {
-        self.ask(Op::Commit).unwrap_or(Err(StoreError::IntakeClosed))
+        self.ask(Op::Commit)
+            .unwrap_or(Err(StoreError::IntakeClosed))
     }
 
     fn rollback(&mut self) {

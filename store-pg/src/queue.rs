@@ -34,7 +34,9 @@ pub(crate) async fn claim(
 ) -> StoreResult<Option<ClaimedJob>> {
     for _ in 0..CLAIM_TRIES {
         match try_claim(pool, worker, lease).await {
-            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some(UNIQUE_VIOLATION) => {
+            Err(sqlx::Error::Database(error))
+                if error.code().as_deref() == Some(UNIQUE_VIOLATION) =>
+            {
                 // Two claimers took two jobs of one target at once: the
                 // index let the first through. Look again.
                 continue;

@@ -92,7 +92,9 @@ async fn enqueue(store: &PgStore, jobs: &[Job]) -> Vec<i64> {
 async fn claimers_on_two_replicas_never_take_one_job_twice() {
     let (a, b) = replicas().await;
     // 60 targets with two help jobs each: the second waits for the first.
-    let jobs: Vec<Job> = (1..=60).flat_map(|t| [job(t, true), job(t, true)]).collect();
+    let jobs: Vec<Job> = (1..=60)
+        .flat_map(|t| [job(t, true), job(t, true)])
+        .collect();
     let ids = enqueue(&a, &jobs).await;
     let stores: Vec<Arc<dyn Store>> = vec![Arc::new(a.clone()), Arc::new(b.clone())];
     let claimers: Vec<_> = (0..8)

@@ -21,18 +21,54 @@ fn certificate(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
             .expect("openssl (Debian: apt-get install openssl)");
         assert!(status.success(), "openssl {args:?}");
     };
-    std::fs::write(dir.join("san.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
     openssl(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
-        "-keyout", "ca.key", "-out", "ca.crt",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
     ]);
     openssl(&[
-        "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-        "server.key", "-out", "server.csr",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
     ]);
     openssl(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "1", "-extfile", "san.ext", "-out", "server.crt",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.crt",
     ]);
     (
         std::fs::read(dir.join("server.crt")).unwrap(),
@@ -54,7 +90,10 @@ async fn tls_is_what_the_urls_sslmode_asks_for_and_the_password_never_shows() {
         .start()
         .unwrap();
     server
-        .execute("postgres", "CREATE ROLE forgehand LOGIN PASSWORD 'correct horse'")
+        .execute(
+            "postgres",
+            "CREATE ROLE forgehand LOGIN PASSWORD 'correct horse'",
+        )
         .await
         .unwrap();
     server
@@ -91,7 +130,10 @@ async fn tls_is_what_the_urls_sslmode_asks_for_and_the_password_never_shows() {
         format!("{base}?sslmode=disable"),
         server.tcp_url("forgehand:wrong-secret", "tls") + "?sslmode=require",
     ] {
-        let error = PgStore::connect(&url, &options).await.unwrap_err().to_string();
+        let error = PgStore::connect(&url, &options)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             !error.contains("correct") && !error.contains("wrong-secret"),
             "{error}"

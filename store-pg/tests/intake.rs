@@ -37,7 +37,11 @@ fn delivery(id: &str, outcome: Outcome, at: i64, target: u64, jobs: usize) -> Ne
         event: Some("issues".into()),
         event_name: None,
         outcome,
-        status_code: if outcome == Outcome::Rejected { 401 } else { 202 },
+        status_code: if outcome == Outcome::Rejected {
+            401
+        } else {
+            202
+        },
         reason: None,
         repo: None,
         target: Some(target),
@@ -134,7 +138,11 @@ async fn the_intake_answers_only_after_its_commit_is_durable() {
             .filter_map(|d| d.delivery_id)
             .collect::<Vec<_>>()
     };
-    assert_eq!(listed(store.clone()).await, ["before"], "seen before it is durable");
+    assert_eq!(
+        listed(store.clone()).await,
+        ["before"],
+        "seen before it is durable"
+    );
 
     standby("").await;
     for answer in pending {
@@ -159,7 +167,11 @@ async fn pruning_deletes_what_sqlite_deletes() {
     let sqlite_url = format!("sqlite://{}", dir.path().join("r.db").display());
     let sqlite: Arc<dyn Store> = Arc::new(SqliteStore::connect(&sqlite_url).await.unwrap());
     let pg_url = PgServer::shared().create_database().await.unwrap();
-    let pg: Arc<dyn Store> = Arc::new(PgStore::connect(&pg_url, &PgOptions::default()).await.unwrap());
+    let pg: Arc<dyn Store> = Arc::new(
+        PgStore::connect(&pg_url, &PgOptions::default())
+            .await
+            .unwrap(),
+    );
     let now = forgehand_store::time::now_ms();
     let mut outcomes = Vec::new();
     for store in [&sqlite, &pg] {
@@ -207,7 +219,12 @@ async fn script(store: &dyn Store, now: i64) -> Vec<String> {
         };
         assert!(store.finish_job(&claimed, "w", finish).await.unwrap());
     }
-    for (days, jobs_before) in [(30, now - DAY), (20, now + DAY), (5, now + DAY), (0, now + DAY)] {
+    for (days, jobs_before) in [
+        (30, now - DAY),
+        (20, now + DAY),
+        (5, now + DAY),
+        (0, now + DAY),
+    ] {
         let pruned = store
             .prune(&Retention {
                 deliveries_before: now - days * DAY,
@@ -227,7 +244,12 @@ async fn script(store: &dyn Store, now: i64) -> Vec<String> {
         .await
         .unwrap();
     for d in deliveries {
-        seen.push(format!("{:?} {:?} {:?}", d.delivery_id, d.outcome, d.jobs.len()));
+        seen.push(format!(
+            "{:?} {:?} {:?}",
+            d.delivery_id,
+            d.outcome,
+            d.jobs.len()
+        ));
     }
     let jobs = store
         .list_jobs(&JobQuery {

@@ -38,7 +38,10 @@ async fn replicas_starting_together_apply_each_migration_once() {
     let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
         .unwrap()
         .count() as i64;
-    assert_eq!(applied(&stores[0]).await, (1..=migrations).collect::<Vec<_>>());
+    assert_eq!(
+        applied(&stores[0]).await,
+        (1..=migrations).collect::<Vec<_>>()
+    );
     stores[0].ping().await.unwrap();
 }
 
@@ -121,7 +124,12 @@ async fn the_offline_query_data_fits_the_migrated_schema() {
         let nullable: Vec<Option<bool>> = (0..names.len()).map(|i| described.nullable(i)).collect();
         let cached_nullable: Vec<Option<bool>> =
             serde_json::from_value(data["describe"]["nullable"].clone()).unwrap();
-        assert_eq!(nullable, cached_nullable, "{}: nullable\n{sql}", path.display());
+        assert_eq!(
+            nullable,
+            cached_nullable,
+            "{}: nullable\n{sql}",
+            path.display()
+        );
         let parameters = match described.parameters() {
             Some(either) => either.either(|types| types.len(), |n| n),
             None => 0,
@@ -129,7 +137,12 @@ async fn the_offline_query_data_fits_the_migrated_schema() {
         let cached_parameters = data["describe"]["parameters"]["Left"]
             .as_array()
             .map_or(0, Vec::len);
-        assert_eq!(parameters, cached_parameters, "{}: parameters\n{sql}", path.display());
+        assert_eq!(
+            parameters,
+            cached_parameters,
+            "{}: parameters\n{sql}",
+            path.display()
+        );
         checked += 1;
     }
     let queries = walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"));

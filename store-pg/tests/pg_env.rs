@@ -10,7 +10,14 @@ use forgehand_store_test_support::PgServer;
 async fn pg_variables_fill_in_what_the_url_leaves_out() {
     let server = PgServer::shared();
     let url = server.create_database().await.unwrap();
-    let database = url.split('/').nth(3).unwrap().split('?').next().unwrap().to_owned();
+    let database = url
+        .split('/')
+        .nth(3)
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
     // SAFETY: this binary's only test, before any thread of its own reads
     // the environment.
     unsafe {
@@ -30,7 +37,10 @@ async fn pg_variables_fill_in_what_the_url_leaves_out() {
 
     // The URL wins: it names another database (and the variables still
     // give the rest).
-    server.execute("postgres", "CREATE DATABASE named_in_the_url").await.unwrap();
+    server
+        .execute("postgres", "CREATE DATABASE named_in_the_url")
+        .await
+        .unwrap();
     let store = PgStore::connect("postgres:///named_in_the_url", &options)
         .await
         .unwrap();

@@ -128,7 +128,9 @@ async fn the_wake_task_wakes_local_workers_for_jobs_queued_elsewhere() {
     let woken = jobs_ready.notified();
     tokio::pin!(woken);
     woken.as_mut().enable();
-    b.record_deliveries(&[delivery("elsewhere", 1)]).await.unwrap();
+    b.record_deliveries(&[delivery("elsewhere", 1)])
+        .await
+        .unwrap();
     tokio::time::timeout(Duration::from_secs(30), woken)
         .await
         .expect("the local workers were not woken");

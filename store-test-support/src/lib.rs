@@ -18,9 +18,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use sqlx::postgres::PgConnectOptions;
-use sqlx::{ConnectOptions, Executor};
 #[cfg(test)]
 use sqlx::Connection;
+use sqlx::{ConnectOptions, Executor};
 
 use process::User;
 
@@ -358,7 +358,8 @@ mod tests {
             error.to_string().contains("apt-get install postgresql"),
             "{error}"
         );
-        let chosen = process::binaries_in(Some(empty.path().into()), Path::new("/usr/lib/postgresql"));
+        let chosen =
+            process::binaries_in(Some(empty.path().into()), Path::new("/usr/lib/postgresql"));
         assert!(matches!(chosen, Err(HarnessError::NotInstalled)));
     }
 

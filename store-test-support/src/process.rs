@@ -75,8 +75,11 @@ impl User {
     }
 
     pub(crate) fn own(&self, path: &Path) -> Result<(), HarnessError> {
-        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid))
-            .map_err(io(format!("giving {} to {}", path.display(), self.name)))
+        std::os::unix::fs::chown(path, Some(self.uid), Some(self.gid)).map_err(io(format!(
+            "giving {} to {}",
+            path.display(),
+            self.name
+        )))
     }
 }
 
@@ -176,7 +179,11 @@ pub(crate) fn mark_owner(dir: &Path) -> Result<(), HarnessError> {
         .map_err(io("marking the server's directory"))
 }
 
-pub(crate) fn write_private(path: &Path, contents: &[u8], user: Option<&User>) -> Result<(), HarnessError> {
+pub(crate) fn write_private(
+    path: &Path,
+    contents: &[u8],
+    user: Option<&User>,
+) -> Result<(), HarnessError> {
     std::fs::write(path, contents).map_err(io(format!("writing {}", path.display())))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
         .map_err(io(format!("restricting {}", path.display())))?;
@@ -187,8 +194,7 @@ pub(crate) fn write_private(path: &Path, contents: &[u8], user: Option<&User>) -
 }
 
 pub(crate) fn free_port() -> Result<u16, HarnessError> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("finding a free port"))?;
     Ok(listener
         .local_addr()
         .map_err(io("finding a free port"))?
@@ -203,8 +209,9 @@ pub(crate) fn sweep_stale() {
         let proc = Path::new("/proc").join(pid.trim());
         match comm {
             None => proc.exists(),
-            Some(comm) => std::fs::read_to_string(proc.join("comm"))
-                .is_ok_and(|c| c.trim() == comm),
+            Some(comm) => {
+                std::fs::read_to_string(proc.join("comm")).is_ok_and(|c| c.trim() == comm)
+            }
         }
     };
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {

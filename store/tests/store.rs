@@ -4,9 +4,7 @@
 
 use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
-use forgehand_store::{
-    CompressedPayload, DeliveryQuery, NewDelivery, Outcome, Recorded, SqliteStore, Store,
-};
+use forgehand_store::{CompressedPayload, NewDelivery, Outcome, Recorded, SqliteStore, Store};
 use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {

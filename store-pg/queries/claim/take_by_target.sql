@@ -45,6 +45,15 @@ WHERE id = (
     AND NOT (j.supersedable AND EXISTS (SELECT 1 FROM jobs n
         WHERE n.target_key = j.target_key AND n.state = 'queued' AND n.supersedable
         AND n.id > j.id AND n.run_at <= $1))
+    -- Of a target's claimable work, only what a single writer would take
+    -- first: while another claimer holds that job (and SKIP LOCKED passes
+    -- over it), the target's later jobs wait instead of overtaking it.
+    AND (j.kind = 'command.stop' OR NOT EXISTS (SELECT 1 FROM jobs e
+        WHERE e.target_key = j.target_key AND e.state = 'queued' AND e.kind <> 'command.stop'
+        AND e.run_at <= $1 AND (e.run_at, e.id) < (j.run_at, j.id)
+        AND NOT (e.supersedable AND EXISTS (SELECT 1 FROM jobs o
+            WHERE o.target_key = e.target_key AND o.state = 'queued' AND o.supersedable
+            AND o.id > e.id AND o.run_at <= $1))))
 -- claimable: end
     ORDER BY j.run_at, j.id LIMIT 1
     FOR UPDATE OF j SKIP LOCKED)
