@@ -7,7 +7,6 @@
 
 use std::sync::{mpsc as std_mpsc, Arc};
 
-use forgehand_store::time::now_ms;
 use forgehand_store::{
     CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery,
     Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
@@ -38,10 +37,10 @@ pub(crate) async fn record_deliveries(
     Ok(recorded)
 }
 
-/// Wakes the listening workers when the transaction commits.
+/// Wakes the listening workers when the transaction commits: the jobs
+/// are due at once (0, not this host's clock: the listener's may differ).
 async fn notify_jobs(tx: &mut PgConnection) -> StoreResult<()> {
-    let due = now_ms();
-    sqlx::query_file!("queries/claim/notify.sql", due)
+    sqlx::query_file!("queries/claim/notify.sql", 0_i64)
         .execute(tx)
         .await?;
     Ok(())

@@ -218,8 +218,8 @@ pub(crate) async fn finish(
     .await?;
     if ending.state == JobState::Queued {
         // Back in the queue (a retry, or released at shutdown): workers
-        // on other hosts may take it when it is due.
-        let due = ending.run_at.unwrap_or(now);
+        // on other hosts may take it when it is due (0: at once).
+        let due = ending.run_at.unwrap_or(0);
         sqlx::query_file!("queries/claim/notify.sql", due)
             .execute(&mut *tx)
             .await?;
@@ -251,7 +251,7 @@ pub(crate) async fn recover(pool: &PgPool) -> StoreResult<Recovered> {
         });
     }
     if requeued > 0 {
-        sqlx::query_file!("queries/claim/notify.sql", now)
+        sqlx::query_file!("queries/claim/notify.sql", 0_i64)
             .execute(&mut *tx)
             .await?;
     }

@@ -20,8 +20,9 @@ pub const JOBS_CHANNEL: &str = "forgehand_jobs";
 /// Why a listener woke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wake {
-    /// A job was queued, due at this time (Unix ms): now, or later for a
-    /// retry's backoff.
+    /// A job was queued, due at this time (Unix ms, by the clock of the
+    /// host that queued it): 0 when due at once, later for a retry's
+    /// backoff.
     Queued { due_at: i64 },
     /// The connection was lost and made again: notifications may have been
     /// missed meanwhile, so look for jobs.
