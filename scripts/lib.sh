@@ -75,6 +75,13 @@ git_server_packages() {
   apt_install git openssh-server openssh-client
 }
 
+# postgres_packages: the PostgreSQL server the store tests start by
+# themselves (initdb into a temporary directory, run as an unprivileged
+# user: forgehand-store-test-support) and scripts/sqlx-prepare.sh uses.
+postgres_packages() {
+  apt_install postgresql
+}
+
 # guest_rootfs: builds the guest rootfs (or reuses it when up to date) and
 # prints its path.
 guest_rootfs() {

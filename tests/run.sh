@@ -9,6 +9,7 @@ base_packages
 sandbox_packages
 sandbox_user
 git_server_packages
+postgres_packages
 container_packages
 ensure_rust
 

@@ -1,11 +1,10 @@
-//! Recording deliveries in batches: the group commit must give every
-//! delivery in a batch the answer it would get alone.
+//! What is SQLite's own: its migrations, its plans, its write lock and
+//! its WAL. The store's behaviour, the same on every backend, is the
+//! conformance suite (tests/conformance.rs).
 
 use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
-use forgehand_store::{
-    CompressedPayload, DeliveryQuery, NewDelivery, Outcome, Recorded, SqliteStore, Store,
-};
+use forgehand_store::{CompressedPayload, NewDelivery, Outcome, Recorded, SqliteStore, Store};
 use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
@@ -51,130 +50,6 @@ async fn store() -> (SqliteStore, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("s.db").display());
     (SqliteStore::connect(&url).await.unwrap(), dir)
-}
-
-#[tokio::test]
-async fn one_batch_answers_each_delivery_as_if_it_came_alone() {
-    let (store, _dir) = store().await;
-    let first = store
-        .record_deliveries(&[delivery("a", Outcome::Accepted, 1)])
-        .await
-        .unwrap();
-    let Recorded::New { jobs: a_jobs, .. } = &first[0] else {
-        panic!("{first:?}")
-    };
-
-    let batch = [
-        delivery("b", Outcome::Accepted, 2),
-        delivery("a", Outcome::Accepted, 1), // recorded in an earlier batch
-        delivery("c", Outcome::Rejected, 0), // refused: does not hold "c"
-        delivery("c", Outcome::Ignored, 0),
-        delivery("b", Outcome::Accepted, 2), // the same id twice in one batch
-        delivery("d", Outcome::Accepted, 1),
-    ];
-    let got = store.record_deliveries(&batch).await.unwrap();
-    let Recorded::New { jobs: b_jobs, .. } = &got[0] else {
-        panic!("{got:?}")
-    };
-    assert_eq!(b_jobs.len(), 2);
-    assert!(
-        matches!(&got[1], Recorded::Duplicate { jobs, .. } if jobs == a_jobs),
-        "{:?}",
-        got[1]
-    );
-    assert!(matches!(&got[2], Recorded::New { jobs, .. } if jobs.is_empty()));
-    assert!(matches!(&got[3], Recorded::New { jobs, .. } if jobs.is_empty()));
-    assert!(
-        matches!(&got[4], Recorded::Duplicate { jobs, .. } if jobs == b_jobs),
-        "{:?}",
-        got[4]
-    );
-    let Recorded::New { jobs: d_jobs, .. } = &got[5] else {
-        panic!("{got:?}")
-    };
-    assert_eq!(d_jobs.len(), 1);
-    assert!(d_jobs[0] > b_jobs[1], "jobs are numbered in arrival order");
-
-    let rows = store
-        .list_deliveries(&DeliveryQuery {
-            limit: 100,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let listed: Vec<(String, Outcome, Vec<i64>)> = rows
-        .iter()
-        .rev()
-        .map(|r| (r.delivery_id.clone().unwrap(), r.outcome, r.jobs.clone()))
-        .collect();
-    assert_eq!(
-        listed,
-        [
-            ("a".into(), Outcome::Accepted, a_jobs.clone()),
-            ("b".into(), Outcome::Accepted, b_jobs.clone()),
-            ("a".into(), Outcome::Duplicate, a_jobs.clone()),
-            ("c".into(), Outcome::Rejected, vec![]),
-            ("c".into(), Outcome::Ignored, vec![]),
-            ("b".into(), Outcome::Duplicate, b_jobs.clone()),
-            ("d".into(), Outcome::Accepted, d_jobs.clone()),
-        ]
-    );
-}
-
-#[tokio::test]
-async fn a_batch_larger_than_one_statement_is_recorded_whole() {
-    let (store, _dir) = store().await;
-    let batch: Vec<_> = (0..600)
-        .map(|n| delivery(&format!("n{n}"), Outcome::Accepted, 1))
-        .collect();
-    let got = store.record_deliveries(&batch).await.unwrap();
-    let mut previous = 0;
-    for r in got {
-        let Recorded::New { jobs, .. } = r else {
-            panic!("{r:?}")
-        };
-        assert!(jobs[0] > previous);
-        previous = jobs[0];
-    }
-    let counts = store.job_counts().await.unwrap();
-    assert!(
-        counts.contains(&(forgehand_store::JobState::Queued, 600)),
-        "{counts:?}"
-    );
-}
-
-#[tokio::test]
-async fn an_accepted_body_is_kept_compressed_and_comes_back_whole() {
-    let (store, _dir) = store().await;
-    let body = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/testdata/github/webhook-examples/issues/labeled.1.json"
-    ))
-    .expect("the shared test data beside the checkout");
-    let mut accepted = delivery("kept", Outcome::Accepted, 1);
-    accepted.payload = Some(CompressedPayload::compress(&body));
-    let compressed = accepted.payload.as_ref().unwrap().as_bytes().len();
-    assert!(
-        compressed * 3 < body.len(),
-        "{compressed} of {} bytes",
-        body.len()
-    );
-    let mut ignored = delivery("dropped", Outcome::Ignored, 0);
-    ignored.payload = Some(CompressedPayload::compress(&body));
-    let got = store.record_deliveries(&[accepted, ignored]).await.unwrap();
-    let (Recorded::New { delivery: a, .. }, Recorded::New { delivery: i, .. }) = (&got[0], &got[1])
-    else {
-        panic!("{got:?}")
-    };
-    assert_eq!(
-        store.delivery_payload(*a).await.unwrap().as_deref(),
-        Some(body.as_slice())
-    );
-    assert_eq!(
-        store.delivery_payload(*i).await.unwrap(),
-        None,
-        "ignored bodies are not kept"
-    );
 }
 
 /// A database made before 0002 keeps every row and id through it, and
@@ -276,44 +151,6 @@ async fn intake_inserts_build_no_temporary_btree() {
         assert!(plan.iter().any(|o| o == "Insert"), "{plan:?}");
         assert!(!plan.iter().any(|o| o == "OpenEphemeral"), "{sql}\n{plan:?}");
     }
-}
-
-/// The intake writer keeps a transaction open while a sync runs: what it
-/// adds is visible to nobody until committed, and a rollback (after a
-/// failed delivery) takes back everything added since the last commit.
-#[tokio::test]
-async fn the_open_intake_transaction_is_all_or_nothing() {
-    let (store, _dir) = store().await;
-    let ids = |rows: Vec<forgehand_store::DeliveryRow>| {
-        let mut ids: Vec<_> = rows.into_iter().filter_map(|r| r.delivery_id).collect();
-        ids.sort();
-        ids
-    };
-    let all = DeliveryQuery {
-        limit: 100,
-        ..Default::default()
-    };
-    let mut log = store.intake_log().unwrap();
-
-    log.add(&[delivery("a", Outcome::Accepted, 1)]).unwrap();
-    log.add(&[delivery("b", Outcome::Accepted, 1)]).unwrap();
-    assert!(
-        ids(store.list_deliveries(&all).await.unwrap()).is_empty(),
-        "uncommitted deliveries are visible"
-    );
-    log.rollback();
-    log.commit().unwrap();
-    assert!(ids(store.list_deliveries(&all).await.unwrap()).is_empty());
-
-    log.add(&[delivery("c", Outcome::Accepted, 1)]).unwrap();
-    log.add(&[delivery("d", Outcome::Accepted, 0)]).unwrap();
-    log.commit().unwrap();
-    assert_eq!(ids(store.list_deliveries(&all).await.unwrap()), ["c", "d"]);
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs")
-        .fetch_one(store.pool())
-        .await
-        .unwrap();
-    assert_eq!(jobs, 1);
 }
 
 /// The intake keeps a transaction open while its sync runs and opens the
@@ -449,11 +286,11 @@ async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
     );
 }
 
-/// What cancelled a job is kept in its own column, whatever its error
-/// text says: a newer request supersedes, a stop stops; and a database
-/// from before the column had it filled in from the error text.
+/// A database from before migration 0007 had the cause of a cancelled
+/// job only in its error text: the migration fills the column in from it.
+/// (That the cause is kept is in the conformance suite.)
 #[tokio::test]
-async fn a_cancelled_job_keeps_its_cause() {
+async fn migration_0007_fills_in_the_cause_from_the_error_text() {
     use forgehand_store::{CancelCause, JobLedger};
     let (store, _dir) = store().await;
     let recorded = store
@@ -464,29 +301,12 @@ async fn a_cancelled_job_keeps_its_cause() {
         panic!("{recorded:?}")
     };
     let target = "github:acme/widgets#1";
-    assert_eq!(
-        store.supersede_waiting(target, jobs[1]).await.unwrap(),
-        vec![jobs[0]]
-    );
-    assert_eq!(
-        store
-            .request_stop(target, jobs[2] + 1, "stopped by @m")
-            .await
-            .unwrap(),
-        vec![jobs[1], jobs[2]]
-    );
-    let history = store.target_history(target, 10).await.unwrap();
-    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
-    assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
-    assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
-    assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));
-    let listed = store.job(jobs[0]).await.unwrap().unwrap();
-    assert_eq!(listed.job.cancel_cause, Some(CancelCause::Superseded));
-    let shown = serde_json::to_value(&listed).unwrap();
-    assert_eq!(shown["cancel_cause"], "superseded");
-    assert_eq!(shown["kind"], "assigned");
+    store.supersede_waiting(target, jobs[1]).await.unwrap();
+    store
+        .request_stop(target, jobs[2] + 1, "stopped by @m")
+        .await
+        .unwrap();
 
-    // Before migration 0007: the cause was only in the error text.
     let pool = store.pool();
     sqlx::query("UPDATE jobs SET cancel_cause = NULL")
         .execute(pool)
@@ -499,4 +319,5 @@ async fn a_cancelled_job_keeps_its_cause() {
     let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
     assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
     assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
+    assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));
 }

@@ -342,13 +342,17 @@ impl Store for SqliteStore {
     async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
         let now = now_ms();
         let mut tx = self.pool.begin().await?;
-        // Read under the same write lock as the update below: these are
-        // exactly the jobs it makes dead.
-        let dying = sqlx::query_file!("queries/claim/dying.sql", now)
-            .fetch_all(&mut *tx)
-            .await?;
+        // A write first: it takes the write lock, waiting for it (the busy
+        // timeout). A read first would hold a read lock that SQLite cannot
+        // turn into the write lock while another reaper holds one: that
+        // reaper failed at once with "database is locked".
         sqlx::query_file!("queries/claim/lose_runs.sql", now)
             .execute(&mut *tx)
+            .await?;
+        // Read under the same write lock as the update below: these are
+        // exactly the jobs it makes dead (losing their runs changed none).
+        let dying = sqlx::query_file!("queries/claim/dying.sql", now)
+            .fetch_all(&mut *tx)
             .await?;
         let recovered = sqlx::query_file!("queries/claim/recover.sql", now)
             .execute(&mut *tx)

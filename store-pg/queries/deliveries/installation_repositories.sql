@@ -1,0 +1,1 @@
+SELECT installation, repository FROM installation_repositories ORDER BY repository

@@ -1,0 +1,1 @@
+SELECT id, account, state, updated_at FROM installations ORDER BY id

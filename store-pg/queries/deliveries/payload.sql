@@ -1,0 +1,1 @@
+SELECT payload FROM deliveries WHERE id = $1

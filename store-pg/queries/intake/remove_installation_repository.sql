@@ -1,0 +1,1 @@
+DELETE FROM installation_repositories WHERE installation = $1 AND repository = $2

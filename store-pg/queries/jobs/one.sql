@@ -1,0 +1,5 @@
+SELECT id, delivery, kind AS "kind: JobKind", payload, target_key,
+    state AS "state: JobState", attempts, max_attempts, run_at,
+    lease_owner, lease_expires_at, last_error, result, cancel_cause AS "cancel_cause: CancelCause",
+    created_at, updated_at, finished_at
+FROM jobs WHERE id = $1

@@ -1,0 +1,1 @@
+SELECT stop_reason FROM jobs WHERE id = $1
