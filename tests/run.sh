@@ -53,6 +53,22 @@ if [ "${FORGEHAND_TEST_MICROVM:-}" = 1 ] && [ "$status" = 0 ]; then
     -- --ignored microvm:: 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
 fi
+if [ "$status" = 0 ]; then
+  # The default feature set is what the quick start and the container
+  # build: compiled and linted too, and the first-run suite and the
+  # service's own tests run on that very binary.
+  echo "==> the default feature set: clippy, the service's tests and the first-run suite"
+  cargo clippy --workspace --all-targets --locked -- -D warnings 2>&1 | tee -a "$log"
+  status=${PIPESTATUS[0]}
+  if [ "$status" = 0 ]; then
+    cargo test --locked -p forgehand-bot 2>&1 | tee -a "$log"
+    status=${PIPESTATUS[0]}
+  fi
+  if [ "$status" = 0 ]; then
+    cargo test --locked -p forgehand-tests --test first_run 2>&1 | tee -a "$log"
+    status=${PIPESTATUS[0]}
+  fi
+fi
 set -e
 # One closing line for the whole run: cargo prints one per test binary.
 grep -E '^test result: ' "$log" | awk '{p += $4; f += $6} END {printf "tests: %d passed, %d failed\n", p, f}'

@@ -135,11 +135,15 @@ enum EnvCommand {
     /// Build the environment of a local repository (its checked-out
     /// branch's commit) ahead of its first job.
     Build {
+        /// The repository (a directory of a git repository).
         #[arg(long, default_value = ".")]
         repo: PathBuf,
     },
     /// Remove a kept environment.
-    Rm { key: String },
+    Rm {
+        /// The environment's key, as `forgehand env list` shows it.
+        key: String,
+    },
     /// The package registries this host's package managers use: an
     /// allow-list to review and put in environment.allow_hosts.
     Hosts,
@@ -218,7 +222,7 @@ fn main() -> ExitCode {
             match runtime.block_on(sandbox_exec(&config, args)) {
                 Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
                 Err(error) => {
-                    eprintln!("forgehand: {error:#}");
+                    eprintln!("forgehand: {}", run::said(&error));
                     // Distinct from any status the command could have.
                     ExitCode::from(125)
                 }
@@ -289,8 +293,8 @@ fn main() -> ExitCode {
             match served {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
-                    tracing::error!("{error:#}");
-                    eprintln!("forgehand: {error:#}");
+                    tracing::error!("{}", run::said(&error));
+                    eprintln!("forgehand: {}", run::said(&error));
                     ExitCode::FAILURE
                 }
             }
@@ -348,7 +352,7 @@ fn env(config: &Config, command: EnvCommand) -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(error) => {
-            eprintln!("forgehand: {error:#}");
+            eprintln!("forgehand: {}", run::said(&error));
             ExitCode::FAILURE
         }
     }

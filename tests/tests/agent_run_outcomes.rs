@@ -317,3 +317,41 @@ async fn the_hosts_key_encoded_or_compressed_is_not_committed() {
         assert!(report["commit"].is_null(), "{name}: {report:#}");
     }
 }
+
+/// Finding 7: a missing rootfs was said twice, after the environment.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_rootfs_is_said_once_before_anything_is_made() {
+    let place = Place::new(None);
+    let server = ModelServer::start(good_fix()).await.unwrap();
+    let out = tokio::task::block_in_place(|| {
+        Command::new(forgehand_binary())
+            .args([
+                "run",
+                "--task",
+                "Fix add",
+                "--provider",
+                "openai",
+                "--base-url",
+            ])
+            .arg(server.url_for("openai"))
+            .current_dir(place.repo())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("HOME", place.root.path().join("home"))
+            .env("FORGEHAND_SANDBOX__ROOTFS", "/nonexistent/rootfs")
+            .output()
+            .unwrap()
+    });
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        first_line(&out),
+        "failed (infra): no guest rootfs at /nonexistent/rootfs: build it with images/build-rootfs /nonexistent/rootfs (or set sandbox.rootfs)"
+    );
+    assert_eq!(stdout.matches("no guest rootfs").count(), 1, "{stdout}");
+    assert!(!place
+        .root
+        .path()
+        .join("home/.local/state/forgehand/jobs/checkouts")
+        .exists());
+}

@@ -32,7 +32,7 @@ use crate::sandboxes;
 
 use base::Base;
 pub use base::InputError;
-pub use report::{print_human, RunReport, RunStatus};
+pub use report::{print_human, said, RunReport, RunStatus};
 
 #[derive(Debug, Clone)]
 pub struct RunArgs {
@@ -97,6 +97,13 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         git::branch_name("run-{slug}", 0, &args.task)
     );
     let branch = unique_branch(&source.repo, &branch);
+    // No sandbox without its guest rootfs: said once, before anything
+    // is built.
+    if let forgehand_sandbox::Readiness::Unusable(why) =
+        sandboxes::rootfs_status(&config.sandbox.rootfs)
+    {
+        anyhow::bail!("{why}");
+    }
     // What an interrupted run left: its job directory and mounts.
     crate::jobdir::sweep(&config.git.work_dir, false);
     let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;

@@ -118,7 +118,7 @@ impl RunReport {
         } else {
             Reason::Infra
         };
-        Self::failed(Some(reason), Some(format!("{error:#}")))
+        Self::failed(Some(reason), Some(said(error)))
     }
 
     pub(super) fn failed(reason: Option<Reason>, message: Option<String>) -> Self {
@@ -200,6 +200,25 @@ impl RunReport {
             ),
         }
     }
+}
+
+/// What `error` says, each cause once: an error that shows its source in
+/// its own text (`creating the sandbox: {0}`) and also gives it as its
+/// source printed it twice in anyhow's `{:#}` (issue 24: a missing rootfs
+/// was said twice).
+pub fn said(error: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 /// The report for people: how it ended, where the change is, what it
