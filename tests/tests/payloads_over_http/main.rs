@@ -2,10 +2,13 @@
 //! running service over HTTP with the headers and signature its forge
 //! sends, and read back through the operator API field by field.
 //!
-//! What each delivery must become is worked out here from the raw JSON
-//! with `serde_json` pointers, following the forges' documented meaning
-//! (GitHub's `action`s, Gitea's event headers), never with Forgehand's own
-//! parser: a payload that Forgehand misreads shows up as a difference.
+//! What each real delivery must become is stated as data, one line per
+//! payload, in `expected.jsonl` (what the forges' documentation says the
+//! payload means: GitHub's `action`s, Gitea's event headers): no rule
+//! here re-implements the trigger, so a payload Forgehand misreads shows
+//! up as a difference. The built cases change real payloads (a command
+//! in a real comment, the bot's label or assignment) and say what each
+//! must become beside it.
 
 mod cases;
 mod expect;
@@ -89,7 +92,7 @@ async fn every_payload_over_http_becomes_the_expected_delivery() {
         "the real payloads that must start jobs"
     );
     let built_jobs = built.iter().filter(|s| s.expect.job.is_some()).count();
-    assert_eq!(built_jobs, 9, "built cases that must start jobs");
+    assert_eq!(built_jobs, 16, "built cases that must start jobs");
     report.finish("deliveries read back through the operator API");
 
     server.stop().await.expect("the server stops cleanly");

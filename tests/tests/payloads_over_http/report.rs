@@ -165,7 +165,7 @@ pub(crate) fn check_record(
     if let Some(detail) = &e.detail {
         report.eq(ctx, "detail", &row["detail"], &json!(detail));
     }
-    match (accepted, e.reason) {
+    match (accepted, e.reason.as_deref()) {
         (true, _) => report.eq(ctx, "reason", &row["reason"], &Value::Null),
         (false, Some(piece)) => {
             let reason = row["reason"].as_str().unwrap_or_default();
