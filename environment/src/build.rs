@@ -125,29 +125,78 @@ impl SetupError {
 /// What the egress proxy refused while a failed step ran: a setup that
 /// fails is most often one whose registry is missing from the allow-list,
 /// and its own output seldom names the host (an HTTP client says "403").
+/// And, when the output says a certificate was not trusted (a network
+/// whose proxy inspects TLS), what to set.
 #[derive(Debug, Default)]
-pub struct Refused(Vec<String>);
+pub struct Refused {
+    hosts: Vec<String>,
+    certificate: Option<CertificateHint>,
+}
+
+/// A certificate the setup's tools did not trust, and the bundle this
+/// host's package managers trust instead, when one was found.
+#[derive(Debug)]
+struct CertificateHint {
+    configured: bool,
+    bundle: Option<crate::hosts::CaBundle>,
+}
+
+/// What package managers and TLS libraries print when a certificate
+/// chain is not trusted.
+const UNTRUSTED: [&str; 6] = [
+    "SELF_SIGNED_CERT_IN_CHAIN",
+    "CERTIFICATE_VERIFY_FAILED",
+    "certificate verify failed",
+    "unable to get local issuer certificate",
+    "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    "SSL certificate problem",
+];
 
 impl Refused {
-    fn from_summary(summary: &Summary) -> Self {
+    async fn from_summary(summary: &Summary, output: &str, ca_configured: bool) -> Self {
+        let certificate = if UNTRUSTED.iter().any(|s| output.contains(s)) {
+            Some(CertificateHint {
+                configured: ca_configured,
+                bundle: crate::hosts::ca_in_use().await,
+            })
+        } else {
+            None
+        };
         // The host is the request's: escaped, as all the setup chose.
-        Refused(
-            summary
+        Refused {
+            hosts: summary
                 .refused()
                 .map(|r| printable(&r.to_string()).into_owned())
                 .collect(),
-        )
+            certificate,
+        }
     }
 }
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_empty() {
-            return Ok(());
+        if !self.hosts.is_empty() {
+            f.write_str("\nthe egress proxy refused (environment.allow_hosts lists the hosts it lets through):\n")?;
+            for line in &self.hosts {
+                writeln!(f, "  {line}")?;
+            }
         }
-        f.write_str("\nthe egress proxy refused (environment.allow_hosts lists the hosts it lets through):\n")?;
-        for line in &self.0 {
-            writeln!(f, "  {line}")?;
+        if let Some(hint) = &self.certificate {
+            f.write_str("\na certificate was not trusted: if this host's network inspects TLS, ")?;
+            match (&hint.bundle, hint.configured) {
+                (Some(bundle), _) => writeln!(
+                    f,
+                    "set environment.ca_bundle = {:?} (the CA bundle {} names on this host)",
+                    bundle.path.display().to_string(),
+                    bundle.source
+                )?,
+                (None, true) => f.write_str(
+                    "the bundle in environment.ca_bundle does not hold its CA\n",
+                )?,
+                (None, false) => f.write_str(
+                    "set environment.ca_bundle to the CA bundle (PEM) its proxy's certificates chain to\n",
+                )?,
+            }
         }
         Ok(())
     }
@@ -411,10 +460,12 @@ async fn packages(
         }
     }
     if !out.status.success() {
+        let output = printed(&out);
+        let refused = Refused::from_summary(egress, &output, setup.ca_bundle.is_some()).await;
         return Err(SetupError::Packages {
             status: out.status,
-            output: printed(&out),
-            refused: Refused::from_summary(egress),
+            output,
+            refused,
         });
     }
     // The layer is what was extracted; apt's lists and downloads go.
@@ -466,10 +517,12 @@ async fn run_setup(
     drop(rootfs);
     let out = out?;
     if !out.status.success() {
+        let output = printed(&out);
+        let refused = Refused::from_summary(egress, &output, setup.ca_bundle.is_some()).await;
         return Err(SetupError::Setup {
             status: out.status,
-            output: printed(&out),
-            refused: Refused::from_summary(egress),
+            output,
+            refused,
         });
     }
     keep_additions_only(&scratch.path("workspace"), setup.base)
@@ -615,5 +668,21 @@ mod tests {
                 .contains("no package named `cowsay.+`, `hello-`"),
             "{error}"
         );
+    }
+
+    /// Issue 26: npm's SELF_SIGNED_CERT_IN_CHAIN reached the user raw,
+    /// with no word of environment.ca_bundle.
+    #[tokio::test]
+    async fn an_untrusted_certificate_says_what_to_set() {
+        let output =
+            "npm error code SELF_SIGNED_CERT_IN_CHAIN\nnpm error errno SELF_SIGNED_CERT_IN_CHAIN\n";
+        let refused = Refused::from_summary(&Summary::default(), output, false).await;
+        let said = refused.to_string();
+        assert!(
+            said.contains("a certificate was not trusted: if this host's network inspects TLS, set environment.ca_bundle"),
+            "{said}"
+        );
+        let quiet = Refused::from_summary(&Summary::default(), "npm error 404\n", false).await;
+        assert_eq!(quiet.to_string(), "");
     }
 }

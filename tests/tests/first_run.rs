@@ -244,3 +244,72 @@ async fn check_config_and_doctor_on_the_quick_starts_configuration() {
     );
     assert_eq!(out.status.code(), Some(0), "{stdout}");
 }
+
+/// `forgehand run` on the quick start's configuration, on a Python
+/// project whose environment comes from PyPI and Debian's archive: the
+/// registries the quick start allowed, the CA bundle it found on this
+/// host (`environment.ca_bundle`, when the host names one) and the
+/// environments' cache where its data directory puts it, each at what
+/// the quick start wrote and nothing else.
+#[tokio::test(flavor = "multi_thread")]
+async fn run_on_the_quick_starts_configuration_sets_up_a_python_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("etc/forgehand.toml");
+    let data = dir.path().join("var/lib/forgehand");
+    let home = dir.path().join("home");
+    quick_start_config(&config, &data, &home);
+    let repo = dir.path().join("calc");
+    repository(
+        &repo,
+        &[
+            ("calc.py", "def add(a, b):\n    return a - b\n".to_owned()),
+            (
+                "test_calc.py",
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n".to_owned(),
+            ),
+            ("requirements.txt", "pytest\n".to_owned()),
+        ],
+    );
+    let script = vec![
+        forgehand_tests::model_server::Step::call(
+            "edit_file",
+            serde_json::json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        ),
+        forgehand_tests::model_server::Step::finish("add adds.", "Fix add"),
+    ];
+    let server = ModelServer::start(script).await.unwrap();
+    let out = tokio::task::block_in_place(|| {
+        Command::new(forgehand_binary())
+            .args(["run", "--task", "Fix add"])
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "scripted-model",
+                "--base-url",
+            ])
+            .arg(server.url_for("openai"))
+            .current_dir(&repo)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("HOME", &home)
+            .env("FORGEHAND_CONFIG", &config)
+            .output()
+            .unwrap()
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().next().unwrap(),
+        "succeeded: Fix add (the host ran `\"$HOME/.venv/bin/python\" -m pytest`: passed)"
+    );
+    let kept = std::fs::read_dir(data.join("environments"))
+        .unwrap()
+        .count();
+    assert!(kept >= 1, "the environment is kept in the data directory");
+}

@@ -11,6 +11,7 @@
 //! ports leave this module: a URL's credentials and path never do.
 
 mod apt;
+mod ca;
 mod command;
 mod npm;
 mod pip;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use apt::{read_sources, AptSource};
+pub use ca::CaBundle;
 
 /// The package manager a host was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -94,6 +96,10 @@ pub struct Proposal {
     /// Managers skipped and why, and what the list cannot know (a mirror
     /// list's mirrors, a configured index's file host).
     pub notes: Vec<String>,
+    /// The CA bundle the host's package managers trust beyond their
+    /// built-in roots (a TLS-inspecting proxy's), for
+    /// `environment.ca_bundle`.
+    pub ca_bundle: Option<CaBundle>,
 }
 
 impl Proposal {
@@ -123,7 +129,11 @@ impl Proposal {
         }
         let mut notes = notes;
         notes.dedup();
-        Proposal { hosts, notes }
+        Proposal {
+            hosts,
+            notes,
+            ca_bundle: None,
+        }
     }
 
     /// The names, as `environment.allow_hosts` takes them.
@@ -154,7 +164,16 @@ impl fmt::Display for Proposal {
         }
         let quoted: Vec<String> = self.hosts.iter().map(|h| format!("{:?}", h.host)).collect();
         writeln!(f, "[environment]")?;
-        writeln!(f, "allow_hosts = [{}]", quoted.join(", "))
+        writeln!(f, "allow_hosts = [{}]", quoted.join(", "))?;
+        if let Some(ca) = &self.ca_bundle {
+            writeln!(
+                f,
+                "# The CA bundle {} names: the setup's package managers trust it too.",
+                ca.source
+            )?;
+            writeln!(f, "ca_bundle = {:?}", ca.path.display().to_string())?;
+        }
+        Ok(())
     }
 }
 
@@ -174,6 +193,12 @@ impl Places {
             home: std::env::var_os("HOME").map(PathBuf::from),
         }
     }
+}
+
+/// The CA bundle this host's package managers trust beyond their
+/// built-in roots, when one is named.
+pub async fn ca_in_use() -> Option<CaBundle> {
+    ca::find(&|name| std::env::var(name).ok()).await
 }
 
 /// The proposal from this host's package managers.
@@ -202,7 +227,9 @@ pub async fn propose_from(places: &Places) -> Proposal {
             places.root.join("etc/apt").display()
         ));
     }
-    Proposal::from_found(found, notes)
+    let mut proposal = Proposal::from_found(found, notes);
+    proposal.ca_bundle = ca::find(&|name| std::env::var(name).ok()).await;
+    proposal
 }
 
 /// Reads a small configuration file; `None` when absent. Larger than
