@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{Diff, DiffOptions, Index, Repository};
 
+use crate::classify::{classify, Held, RepoRules, Status, Verdict};
 use crate::destructive::{self, Removal};
 use crate::integrity::audit::MAX_LISTED;
 use crate::integrity::{
@@ -65,6 +66,34 @@ pub struct Checks<'a> {
     pub before: &'a Snapshot,
     pub scanner: &'a SecretScanner,
     pub policy: GatePolicy,
+    /// The repository's own `[gate]` rules, from its base commit.
+    pub rules: &'a RepoRules,
+}
+
+/// A changed path the classification holds ([`crate::classify`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldPath {
+    /// As [`integrity::shown`] writes it.
+    pub path: String,
+    pub change: integrity::Change,
+    pub why: Held,
+    /// The catalogue row that explains it, when one names it.
+    pub explained: Option<&'static integrity::Rule>,
+}
+
+impl fmt::Display for HeldPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let change = match self.change {
+            integrity::Change::Added => "added",
+            integrity::Change::Modified => "modified",
+            integrity::Change::Removed => "removed",
+        };
+        write!(f, "held: {} {change} ({}", self.path, self.why)?;
+        if let Some(rule) = self.explained {
+            write!(f, "; {}: {}", rule.what, rule.why)?;
+        }
+        f.write_str(")")
+    }
 }
 
 /// What was too large to read.
@@ -144,6 +173,9 @@ pub struct GateReport {
     /// What the change removes, when that is more than the policy's
     /// share (refused, or pushed because a maintainer allowed it).
     pub removal: Option<Removal>,
+    /// The changed paths that are not ordinary work (refused, or pushed
+    /// because a maintainer allowed them).
+    pub held: Vec<HeldPath>,
 }
 
 /// Lines of a list beyond this are counted, not shown: a pull request
@@ -159,6 +191,12 @@ impl GateReport {
         self.integrity
             .iter()
             .filter(|f| f.class == Class::Sensitive)
+    }
+
+    /// Whether anything is held for a maintainer: a changed path that is
+    /// not ordinary, or a link the snapshot found sensitive.
+    pub fn holds(&self) -> bool {
+        !self.held.is_empty() || self.sensitive().next().is_some()
     }
 
     /// A Markdown list of the findings (no secret values: findings hold
@@ -209,6 +247,13 @@ impl GateReport {
                     kind: s.kind.clone(),
                 };
                 format!("secret: {finding}")
+            }))
+            .chain(self.held.iter().map(|h| {
+                HeldPath {
+                    path: code(&h.path),
+                    ..h.clone()
+                }
+                .to_string()
             }))
             .chain(self.removal.iter().map(|r| format!("destructive: {r}")));
         markdown_list(lines)
@@ -394,7 +439,14 @@ fn decide(
         }
         Err(other) => return Err(other.into()),
     };
-    report.integrity = integrity::compare(checks.before, &after);
+    // The snapshot's catalogue rows are the diff's to judge now (below):
+    // what stays of it is git's own files and links.
+    report.integrity = integrity::compare(checks.before, &after)
+        .into_iter()
+        .filter(|f| {
+            f.class == Class::Tamper || !matches!(f.reason, integrity::Reason::Catalogue(_))
+        })
+        .collect();
     // A tampered git directory is not read any further, not even to diff.
     if report.tamper().next().is_some() {
         return Ok(Some(RefusalReason::Tamper));
@@ -420,6 +472,13 @@ fn decide(
         });
         return Ok(Some(RefusalReason::TooLarge));
     }
+    // Listed whatever else refuses: a held path is named even when a
+    // secret stops the push first. After the sizes: the diff reads every
+    // changed file.
+    report.held = held_paths(repo, &tree, checks.rules)?;
+    report
+        .held
+        .retain(|h| !report.integrity.iter().any(|f| f.path == h.path));
     let diff = working_diff(repo, limits)?;
     report.secrets = checks.scanner.scan_diff(&diff)?;
     report
@@ -436,7 +495,7 @@ fn decide(
             return Ok(Some(RefusalReason::Destructive));
         }
     }
-    let refused = report.sensitive().next().is_some() && !checks.policy.allow_sensitive;
+    let refused = report.holds() && !checks.policy.allow_sensitive;
     Ok(refused.then_some(RefusalReason::Sensitive))
 }
 
@@ -448,11 +507,41 @@ fn mask_paths(report: &mut GateReport, scanner: &SecretScanner) {
     };
     report.integrity.iter_mut().for_each(|f| mask(&mut f.path));
     report.left_out.iter_mut().for_each(|l| mask(&mut l.path));
+    report.held.iter_mut().for_each(|h| mask(&mut h.path));
     for oversize in &mut report.too_large {
         if let Oversize::File { path, .. } = oversize {
             mask(path);
         }
     }
+}
+
+/// Every changed path the classification holds, in path order.
+fn held_paths(
+    repo: &Repository,
+    tree: &Path,
+    rules: &RepoRules,
+) -> Result<Vec<HeldPath>, GateError> {
+    let contents = crate::classify::changes::WorkingContents {
+        repo,
+        tree: tree.to_owned(),
+    };
+    let mut held = Vec::new();
+    for change in crate::classify::changes::working_changes(repo)? {
+        if let Verdict::Held { why, explained } = classify(&change, rules, &contents) {
+            held.push(HeldPath {
+                path: change.path.clone(),
+                change: match change.status {
+                    Status::Added => integrity::Change::Added,
+                    Status::Modified => integrity::Change::Modified,
+                    Status::Deleted => integrity::Change::Removed,
+                },
+                why,
+                explained,
+            });
+        }
+    }
+    held.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(held)
 }
 
 /// The host's secrets inside the archives the change adds or changes

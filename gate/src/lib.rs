@@ -17,6 +17,7 @@
 //!   forge, shown and never read as markup.
 
 pub mod check;
+pub mod classify;
 pub mod commit;
 pub mod deliver;
 pub mod destructive;
@@ -26,8 +27,9 @@ pub mod secrets;
 
 pub use check::{
     before, check, locations, working_diff, Checks, Cleared, GateError, GatePolicy, GateReport,
-    Oversize, Refusal, RefusalReason, DEFAULT_MAX_REMOVED_SHARE,
+    HeldPath, Oversize, Refusal, RefusalReason, DEFAULT_MAX_REMOVED_SHARE,
 };
+pub use classify::RepoRules;
 pub use commit::{commit_all, tree_to_commit, BotIdentity, CommitRequest};
 pub use deliver::{deliver, DeliverError, Delivery, Push};
 pub use destructive::Removal;

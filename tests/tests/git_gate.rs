@@ -199,6 +199,7 @@ impl Job {
             let result = deliver(
                 &repo,
                 Checks {
+                    rules: &forgehand_gate::RepoRules::none(),
                     before: &before,
                     scanner: &scanner,
                     policy,
@@ -267,6 +268,9 @@ fn listed(report: &GateReport) -> Vec<String> {
         .iter()
         .map(|f| format!("{:?} {}", f.class, f.path))
         .collect();
+    // Held by the classification of the change: listed as the sensitive
+    // findings they are, in path order, after the snapshot's.
+    found.extend(report.held.iter().map(|h| format!("Sensitive {}", h.path)));
     found.extend(report.too_large.iter().map(|o| match o {
         Oversize::File { path, bytes, .. } => format!("TooLarge {path} {bytes}"),
         Oversize::MoreFiles { more } => format!("TooLarge {more} more"),
@@ -421,10 +425,18 @@ fn both(cases: [Case; 2]) {
 
 catalogue! {
     ordinary_work_is_pushed_with_nothing_to_list: Case {
-        script: "echo 'pub fn answer() -> u32 { 42 }' > src/lib.rs\nmkdir -p docs && echo notes > docs/notes.md\nln -s ../README.md docs/readme-link",
+        script: "echo 'pub fn answer() -> u32 { 42 }' > src/lib.rs\nmkdir -p docs && echo notes > docs/notes.md",
         policy: STRICT,
         findings: vec![],
         outcome: Outcome::Pushed,
+    };
+    // Issue 25: any link is held, even one that stays in the tree (what
+    // it leads to is read as the path it sits at).
+    a_link_inside_the_tree_is_held: Case {
+        script: "mkdir -p docs && ln -s ../README.md docs/readme-link",
+        policy: STRICT,
+        findings: vec!["Sensitive docs/readme-link"],
+        outcome: Outcome::Refused(RefusalReason::Sensitive),
     };
 
     // Pattern (3): git configuration that executes or redirects.
@@ -490,7 +502,7 @@ catalogue! {
     a_private_key_in_a_new_file_is_a_secret: Case {
         script: "printf 'one\\n-----BEGIN OPENSSH PRIVATE KEY-----\\nb3Blbn\\n' > id_key",
         policy: ALLOW,
-        findings: vec!["Secret id_key:2"],
+        findings: vec!["Sensitive id_key", "Secret id_key:2"],
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
     gitattributes_cannot_hide_a_secret_by_calling_it_binary: Case {
@@ -502,13 +514,13 @@ catalogue! {
     a_secret_inside_a_binary_file_is_found: Case {
         script: "printf '\\177ELF\\000\\001\\002\\000\\nAKIAIOSFODNN7EXAMPLQ\\000\\377' > tool.bin",
         policy: ALLOW,
-        findings: vec!["Secret tool.bin:2"],
+        findings: vec!["Sensitive tool.bin", "Secret tool.bin:2"],
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
     the_hosts_token_inside_a_binary_file_is_found: Case {
         script: "printf '\\000\\001%s\\000\\377' \"$TOKEN\" > data.bin",
         policy: ALLOW,
-        findings: vec!["Secret data.bin:1"],
+        findings: vec!["Sensitive data.bin", "Secret data.bin:1"],
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
 }
@@ -696,7 +708,10 @@ fn a_secret_in_the_commit_message_is_found() {
 #[test]
 fn a_symlink_chain_climbing_out_of_the_tree_is_sensitive() {
     // s2 is the root, so s2/.. is the directory that holds the tree.
-    both(sensitive("ln -s . s2\nln -s s2/.. s1", "Sensitive s1"));
+    both(sensitive_all(
+        "ln -s . s2\nln -s s2/.. s1",
+        &["Sensitive s1", "Sensitive s2"],
+    ));
 }
 
 #[test]
@@ -708,6 +723,8 @@ fn a_symlink_in_place_of_a_watched_directory_is_sensitive() {
         &[
             "Sensitive .cargo",
             "Sensitive docs/cargo/config.toml (as .cargo/config.toml)",
+            // And a TOML file, not a kind the gate knows to be ordinary.
+            "Sensitive docs/cargo/config.toml",
         ],
     ));
     both(sensitive_all(

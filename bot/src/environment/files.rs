@@ -129,3 +129,16 @@ impl RepoFiles for CommitFiles<'_> {
         Some(String::from_utf8_lossy(blob.content()).into_owned())
     }
 }
+
+/// The repository's own `[gate]` rules, from the `.forgehand.toml` of the
+/// commit `files` reads (the base branch's: never the agent's copy).
+pub fn repo_rules(
+    files: &CommitFiles<'_>,
+) -> Result<forgehand_gate::RepoRules, forgehand_gate::classify::RepoRulesError> {
+    const MAX: u64 = 1 << 20;
+    let bad = |e: &dyn std::fmt::Display| forgehand_gate::classify::RepoRulesError(e.to_string());
+    match files.read(".forgehand.toml", MAX).map_err(|e| bad(&e))? {
+        Some(bytes) => forgehand_gate::RepoRules::parse(&bytes),
+        None => Ok(forgehand_gate::RepoRules::none()),
+    }
+}

@@ -19,7 +19,7 @@ use serde::Serialize;
 pub use testing::{looks_like_a_test, By, TestCommand, TestResult, Testing};
 
 use crate::config::Config;
-pub use files::CommitFiles;
+pub use files::{repo_rules, CommitFiles};
 pub use layered::{ignored_paths, write_exclusions, Layered, TestLayers, ARTEFACTS};
 pub use tested::{GateInputs, HostTestError, HostTests};
 

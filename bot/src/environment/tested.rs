@@ -36,6 +36,8 @@ pub struct GateInputs {
     pub before: Snapshot,
     pub scanner: SecretScanner,
     pub policy: GatePolicy,
+    /// The repository's `[gate]` rules, from its base commit.
+    pub rules: forgehand_gate::RepoRules,
 }
 
 /// The host's test runs over a job's layers.
@@ -134,6 +136,7 @@ fn lay_out_commit(
         before: &gate.before,
         scanner: &gate.scanner,
         policy: gate.policy,
+        rules: &gate.rules,
     };
     // The commit's message is not written yet: the gate checks it when
     // the job commits.

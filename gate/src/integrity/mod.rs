@@ -29,13 +29,13 @@ mod alias;
 pub mod audit;
 pub mod catalogue;
 pub mod count;
-mod glob;
+pub(crate) mod glob;
 mod keys;
 mod resolve;
 mod walk;
 
 pub use audit::{audit, Audit, LeftOut};
-pub use catalogue::{markdown_table, rule_for, Rule, Watch, CATALOGUE};
+pub use catalogue::{catalogue_holds, markdown_table, rule_for, Rule, Watch, CATALOGUE};
 pub use walk::{Ignores, NoIgnores, Special};
 
 use catalogue::{git_reason, rule_through};

@@ -51,7 +51,8 @@ fn a_huge_sparse_makefile_is_too_large_and_never_read() {
             run(Case {
                 script: "truncate -s 3G Makefile",
                 policy: ALLOW,
-                findings: vec!["Sensitive Makefile", "TooLarge Makefile 3221225472"],
+                // Refused for its size before the diff reads anything.
+                findings: vec!["TooLarge Makefile 3221225472"],
                 outcome: Outcome::Refused(RefusalReason::TooLarge),
             })
         },
@@ -323,7 +324,7 @@ fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
         let mut job = Job::new(TreeLimits::default());
         job.agent(
             &format!(
-                "python3 -c \"import os\nfor i in range({depth}): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\""
+                "python3 -c \"import os\nfor i in range({depth}): os.mkdir('d'); os.chdir('d')\nopen('f.txt', 'w').write('x')\""
             ),
             &[],
         );
@@ -344,7 +345,7 @@ fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
     }
     // As deep as git walks is fine.
     run(Case {
-        script: "python3 -c \"import os\nfor i in range(99): os.mkdir('d'); os.chdir('d')\nopen('f', 'w').write('x')\"",
+        script: "python3 -c \"import os\nfor i in range(99): os.mkdir('d'); os.chdir('d')\nopen('f.txt', 'w').write('x')\"",
         policy: ALLOW,
         findings: vec![],
         outcome: Outcome::Pushed,

@@ -111,6 +111,20 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         eprintln!("forgehand: {warning}");
     }
     let backend = &*chosen.backend;
+    // The repository's own `[gate]`, from the base commit: a broken one
+    // is the repository's to fix.
+    let rules = CommitFiles::new(&source.repo, base_commit)
+        .map_err(anyhow::Error::from)
+        .and_then(|files| crate::environment::repo_rules(&files).map_err(anyhow::Error::from));
+    let rules = match rules {
+        Ok(rules) => rules,
+        Err(error) => {
+            return Ok(RunReport::failed(
+                Some(Reason::Environment(EnvProblem::Declaration)),
+                Some(error.to_string()),
+            ))
+        }
+    };
     let Local {
         checkout, prepared, ..
     } = local_environment(config, backend, &source, base_commit).await?;
@@ -157,6 +171,7 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         branch: &branch,
         git_dir: &git_dir,
         scratch: job_dir.layers().join("tests"),
+        rules: &rules,
     };
     let mut report = run.agent_and_deliver(&copy, &before).await?;
     report.environment = environment;
@@ -213,6 +228,8 @@ struct Run<'a> {
     git_dir: &'a Path,
     /// Where the host's test runs make their layers.
     scratch: PathBuf,
+    /// The repository's `[gate]` rules, from the base commit.
+    rules: &'a forgehand_gate::RepoRules,
 }
 
 /// A local repository's base commit, checked out for the sandbox user,
@@ -380,6 +397,7 @@ impl Run<'_> {
                     before: before.clone(),
                     scanner: SecretScanner::new(secrets.iter().cloned()),
                     policy: self.policy(),
+                    rules: self.rules.clone(),
                 },
             );
             let tested = started.test_rounds(transcript, &tests, test, retries).await;
@@ -430,6 +448,7 @@ impl Run<'_> {
                 before,
                 scanner: &scanner,
                 policy: self.policy(),
+                rules: self.rules,
             },
             &config.git.identity(),
             &CommitRequest {

@@ -96,6 +96,7 @@ impl Pipeline {
                 before: copy.before.clone(),
                 scanner: SecretScanner::new(run.secrets.iter().cloned()),
                 policy,
+                rules: copy.rules.clone(),
             },
         )
     }

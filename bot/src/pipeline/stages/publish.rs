@@ -58,6 +58,7 @@ impl Pipeline {
                 credentials,
                 expected,
                 before,
+                rules,
                 ..
             } = copy;
             let repo = git2::Repository::open(job_dir.git_dir()).map_err(Failure::infra)?;
@@ -67,6 +68,7 @@ impl Pipeline {
                     before: &before,
                     scanner: &scanner,
                     policy,
+                    rules: &rules,
                 },
                 &identity,
                 &CommitRequest {

@@ -45,6 +45,8 @@ pub(in crate::pipeline) struct Source {
     mirror: PathBuf,
     /// What the base commit declares of its environment, and its key.
     pub declared: Result<Option<(Declared, EnvKey)>, DeclareError>,
+    /// The repository's own `[gate]` rules, from the base commit.
+    pub rules: forgehand_gate::RepoRules,
 }
 
 impl Source {
@@ -63,6 +65,7 @@ pub(in crate::pipeline) struct WorkingCopy {
     pub credentials: Credentials,
     pub expected: Option<git2::Oid>,
     pub before: gate::Snapshot,
+    pub rules: forgehand_gate::RepoRules,
 }
 
 /// This job's commit, pushed by an earlier attempt.
@@ -177,6 +180,7 @@ impl Pipeline {
             credentials: source.credentials,
             expected: source.expected,
             before,
+            rules: source.rules,
         })
     }
 }
@@ -287,9 +291,17 @@ impl Fetching {
             Some(ensure(base)?)
         };
         self.checkouts.prune(&self.key, 3, commit);
-        let declared = CommitFiles::new(&mirror.repo, base)
-            .map_err(local)
-            .map(|files| self.environments.declare(&files, &self.repository))?;
+        let files = CommitFiles::new(&mirror.repo, base).map_err(local)?;
+        let declared = self.environments.declare(&files, &self.repository);
+        // A broken `[gate]` is the repository's to fix, like a broken
+        // `[environment]`: the job says where.
+        let rules = crate::environment::repo_rules(&files).map_err(|e| {
+            Failure::new(
+                Reason::Environment(crate::reason::EnvProblem::Declaration),
+                e.to_string(),
+            )
+        })?;
+        drop(files);
         Ok(Source {
             url: self.url,
             credentials: self.credentials,
@@ -299,6 +311,7 @@ impl Fetching {
             base_checkout,
             mirror: mirror.path.clone(),
             declared,
+            rules,
         })
     }
 }

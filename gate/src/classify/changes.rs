@@ -1,0 +1,95 @@
+//! A working copy's changes against its commit, path by path, with their
+//! modes, and the two versions of a file for the kinds judged by content.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use git2::{Delta, DiffOptions, Repository};
+
+use super::{Contents, PathChange, Status};
+
+/// Most bytes read of one version of a manifest or lockfile: larger ones
+/// are not judged, and held.
+const MAX_READ: u64 = 32 << 20;
+
+/// Each path the working tree changes against `HEAD` (new files
+/// included, ignored ones not), once: a rename is its old path removed
+/// and its new one added.
+pub fn working_changes(repo: &Repository) -> Result<Vec<PathChange>, git2::Error> {
+    let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let mut options = DiffOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_typechange(true)
+        .ignore_submodules(false);
+    let diff = repo.diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut options))?;
+    let mut out = Vec::new();
+    for delta in diff.deltas() {
+        let status = match delta.status() {
+            Delta::Added | Delta::Untracked | Delta::Copied => Status::Added,
+            Delta::Deleted => Status::Deleted,
+            Delta::Modified | Delta::Typechange | Delta::Renamed => Status::Modified,
+            _ => continue,
+        };
+        let mode = |m: git2::FileMode| -> Option<u32> {
+            match u32::from(m) {
+                0 => None,
+                other => Some(other),
+            }
+        };
+        let (old, new) = (delta.old_file(), delta.new_file());
+        let path = new
+            .path()
+            .or(old.path())
+            .map(|p| crate::integrity::shown(p))
+            .unwrap_or_default();
+        out.push(PathChange {
+            path,
+            status,
+            old_mode: if status == Status::Added {
+                None
+            } else {
+                mode(old.mode())
+            },
+            new_mode: if status == Status::Deleted {
+                None
+            } else {
+                mode(new.mode())
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// The old version from `HEAD`'s tree, the new one from the working tree
+/// (a regular file only: a link is never followed).
+pub struct WorkingContents<'r> {
+    pub repo: &'r Repository,
+    pub tree: PathBuf,
+}
+
+impl Contents for WorkingContents<'_> {
+    fn old(&self, path: &str) -> Option<Vec<u8>> {
+        let tree = self.repo.head().ok()?.peel_to_tree().ok()?;
+        let entry = tree.get_path(Path::new(path)).ok()?;
+        let blob = self.repo.find_blob(entry.id()).ok()?;
+        (blob.size() as u64 <= MAX_READ).then(|| blob.content().to_vec())
+    }
+
+    fn new(&self, path: &str) -> Option<Vec<u8>> {
+        let full = self.tree.join(path);
+        let meta = std::fs::symlink_metadata(&full).ok()?;
+        if !meta.is_file() || meta.size() > MAX_READ {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(&full)
+            .ok()?
+            .take(MAX_READ)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        Some(bytes)
+    }
+}

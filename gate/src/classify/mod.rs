@@ -1,0 +1,291 @@
+//! What a change touches, path by path: ordinary work, or held for a
+//! maintainer. Decided from the commit's diff (each changed path once,
+//! with its modes), not from the tree, and by an allow-list: what the
+//! gate knows to be ordinary ([`known`]) is ordinary, and everything else
+//! (an unknown extension, an extension-less file, a dot-file or a
+//! dot-directory, configuration formats, a link, a mode change) is held.
+//! A list of what is dangerous would need a row for every tool in the
+//! world; this one fails closed. The tampering catalogue stays as the
+//! explanation shown beside a held path that it names.
+//!
+//! A repository's maintainers widen or narrow it in their base branch's
+//! `.forgehand.toml` (`[gate] ordinary = […]`, `held = […]`, see
+//! [`repository`]); the agent's own edit of that file is always held.
+
+pub mod changes;
+pub mod known;
+pub mod lockfile;
+pub mod manifest;
+pub mod names;
+pub mod repository;
+
+use std::fmt;
+
+use crate::integrity::{rule_for, Rule};
+use known::{
+    name_matches, AGENT_INSTRUCTIONS, BUILD_DIRS, CHANGELOG_DIRS, DOC_EXTENSIONS, DOC_NAMES,
+    ENTRY_POINTS, LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DIRS,
+};
+use names::FoldedPath;
+pub use repository::{RepoRules, RepoRulesError};
+
+/// One changed path of a commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathChange {
+    /// As the tree names it.
+    pub path: String,
+    pub status: Status,
+    /// Git's modes (0o100644, 0o100755, 0o120000, 0o160000); `None` on
+    /// the side where the path does not exist.
+    pub old_mode: Option<u32>,
+    pub new_mode: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// The two versions of a changed file, for the kinds judged by content
+/// (manifests, lockfiles); `None` where the file is not (or is larger
+/// than the gate reads).
+pub trait Contents {
+    fn old(&self, path: &str) -> Option<Vec<u8>>;
+    fn new(&self, path: &str) -> Option<Vec<u8>>;
+}
+
+/// Why a path is ordinary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ordinary {
+    Source,
+    Documentation,
+    TestData,
+    ChangelogFragment,
+    /// A manifest whose changed keys only describe.
+    Describing,
+    /// A lockfile resolving from the sources it already did.
+    Lockfile,
+    /// The repository's `[gate] ordinary` names it.
+    Repository(String),
+    /// A `.gitignore`.
+    GitIgnore,
+}
+
+/// Why a path is held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    Link,
+    Submodule,
+    /// A mode changed (an executable bit set or cleared).
+    Mode {
+        from: u32,
+        to: u32,
+    },
+    /// This bot's own settings in the repository.
+    ForgehandToml,
+    /// A git control file (`.gitattributes`, `.gitmodules`).
+    GitControl,
+    /// A dot-file or a file in a dot-directory: configuration tools find
+    /// by name.
+    DotPath,
+    AgentInstructions,
+    /// A file of a known kind that a tool runs or reads as code.
+    EntryPoint(&'static str),
+    /// A manifest whose changed keys do more than describe (or that no
+    /// longer parses).
+    Manifest(Vec<String>),
+    /// A lockfile that resolves from a new source.
+    Lockfile(Vec<String>),
+    /// Of a kind the gate does not know to be ordinary.
+    Unknown(Option<String>),
+    /// The repository's `[gate] held` names it.
+    Repository(String),
+}
+
+/// The verdict on one path, with the catalogue row that explains it when
+/// there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Ordinary(Ordinary),
+    Held {
+        why: Held,
+        explained: Option<&'static Rule>,
+    },
+}
+
+impl Verdict {
+    pub fn is_held(&self) -> bool {
+        matches!(self, Verdict::Held { .. })
+    }
+}
+
+impl fmt::Display for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Held::Link => f.write_str("a symlink"),
+            Held::Submodule => f.write_str("a submodule"),
+            Held::Mode { from, to } => write!(f, "its mode changed from {from:o} to {to:o}"),
+            Held::ForgehandToml => f.write_str("this bot's own settings"),
+            Held::GitControl => f.write_str("a file git itself reads"),
+            Held::DotPath => {
+                f.write_str("a dot-file or in a dot-directory: configuration tools find by name")
+            }
+            Held::AgentInstructions => f.write_str("a name agents read as instructions"),
+            Held::EntryPoint(why) => write!(f, "a file tools run: {why}"),
+            Held::Manifest(keys) if keys.is_empty() => {
+                f.write_str("a manifest that no longer parses, or was removed")
+            }
+            Held::Manifest(keys) => write!(f, "a manifest whose {} changed", keys.join(", ")),
+            Held::Lockfile(sources) if sources.is_empty() => {
+                f.write_str("a lockfile removed or unreadable")
+            }
+            Held::Lockfile(sources) => {
+                write!(
+                    f,
+                    "a lockfile that resolves from a new source: {}",
+                    sources.join(", ")
+                )
+            }
+            Held::Unknown(Some(ext)) => write!(
+                f,
+                "a `.{ext}` file, not a kind the gate knows to be ordinary"
+            ),
+            Held::Unknown(None) => {
+                f.write_str("a file without an extension, not one the gate knows to be ordinary")
+            }
+            Held::Repository(pattern) => {
+                write!(f, "the repository holds `{pattern}` ([gate] held)")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Ordinary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ordinary::Source => f.write_str("source of a known language"),
+            Ordinary::Documentation => f.write_str("documentation"),
+            Ordinary::TestData => f.write_str("test data"),
+            Ordinary::ChangelogFragment => f.write_str("a changelog fragment"),
+            Ordinary::Describing => f.write_str("a manifest whose changed keys only describe"),
+            Ordinary::Lockfile => f.write_str("a lockfile resolving from the sources it did"),
+            Ordinary::Repository(pattern) => {
+                write!(f, "the repository allows `{pattern}` ([gate] ordinary)")
+            }
+            Ordinary::GitIgnore => f.write_str("what git leaves out of commits"),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Ordinary(why) => write!(f, "ordinary: {why}"),
+            Verdict::Held { why, explained } => {
+                write!(f, "held: {why}")?;
+                if let Some(rule) = explained {
+                    write!(f, " ({}: {})", rule.what, rule.why)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+const LINK: u32 = 0o120000;
+const GITLINK: u32 = 0o160000;
+
+/// The verdict on `change` under the repository's `rules`.
+pub fn classify(change: &PathChange, rules: &RepoRules, contents: &dyn Contents) -> Verdict {
+    let held = |why: Held| Verdict::Held {
+        why,
+        explained: rule_for(&change.path),
+    };
+    let modes = [change.old_mode, change.new_mode];
+    if modes.contains(&Some(GITLINK)) {
+        return held(Held::Submodule);
+    }
+    if modes.contains(&Some(LINK)) {
+        return held(Held::Link);
+    }
+    if let (Some(from), Some(to)) = (change.old_mode, change.new_mode) {
+        if from != to {
+            return held(Held::Mode { from, to });
+        }
+    }
+    let path = FoldedPath::new(&change.path);
+    if path.components == [".forgehand.toml"] {
+        return held(Held::ForgehandToml);
+    }
+    if matches!(path.name(), ".gitattributes" | ".gitmodules") {
+        return held(Held::GitControl);
+    }
+    if let Some(pattern) = rules.held_by(&path) {
+        return held(Held::Repository(pattern));
+    }
+    if let Some(pattern) = rules.ordinary_by(&path) {
+        return Verdict::Ordinary(Ordinary::Repository(pattern));
+    }
+    match built_in(change, &path, contents) {
+        Ok(ordinary) => Verdict::Ordinary(ordinary),
+        Err(why) => held(why),
+    }
+}
+
+/// The built-in allow-list, in order.
+fn built_in(
+    change: &PathChange,
+    path: &FoldedPath,
+    contents: &dyn Contents,
+) -> Result<Ordinary, Held> {
+    // What git leaves out of a commit: hiding a file from the push is no
+    // harm, and every file it no longer hides is judged on its own.
+    if path.name() == ".gitignore" && !path.dirs().iter().any(|d| d.starts_with('.')) {
+        return Ok(Ordinary::GitIgnore);
+    }
+    if path.components.iter().any(|c| c.starts_with('.')) {
+        return Err(Held::DotPath);
+    }
+    if let Some((_, why)) = path
+        .dirs()
+        .iter()
+        .find_map(|d| BUILD_DIRS.iter().find(|(name, _)| name == d))
+    {
+        return Err(Held::EntryPoint(why));
+    }
+    let name = path.name();
+    if let Some((_, why)) = ENTRY_POINTS.iter().find(|(p, _)| name_matches(p, name)) {
+        return Err(Held::EntryPoint(why));
+    }
+    if let Some(manifest) = MANIFESTS.iter().find(|m| m.name == name) {
+        return manifest::judge(manifest, change, contents);
+    }
+    if LOCKFILES.contains(&name) {
+        return lockfile::judge(name, change, contents);
+    }
+    let ext = path.extension();
+    // Source first: `rules.rs` is a linter's code, `agent.py` a program;
+    // an agent reads instructions from documents and unknown kinds.
+    if ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e)) {
+        return Ok(Ordinary::Source);
+    }
+    if AGENT_INSTRUCTIONS.matches(name) {
+        return Err(Held::AgentInstructions);
+    }
+    if ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e)) || DOC_NAMES.contains(&name) {
+        return Ok(Ordinary::Documentation);
+    }
+    let dirs = path.dirs();
+    if dirs.iter().any(|d| TEST_DIRS.contains(&d.as_str())) {
+        return Ok(Ordinary::TestData);
+    }
+    if dirs.iter().any(|d| CHANGELOG_DIRS.contains(&d.as_str())) {
+        return Ok(Ordinary::ChangelogFragment);
+    }
+    Err(Held::Unknown(ext.map(str::to_owned)))
+}
+
+#[cfg(test)]
+mod tests;

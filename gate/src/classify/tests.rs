@@ -1,0 +1,213 @@
+use super::*;
+
+struct NoContents;
+impl Contents for NoContents {
+    fn old(&self, _: &str) -> Option<Vec<u8>> {
+        None
+    }
+    fn new(&self, _: &str) -> Option<Vec<u8>> {
+        None
+    }
+}
+
+fn change(path: &str, status: Status, old: Option<u32>, new: Option<u32>) -> PathChange {
+    PathChange {
+        path: path.into(),
+        status,
+        old_mode: old,
+        new_mode: new,
+    }
+}
+
+fn added(path: &str) -> PathChange {
+    change(path, Status::Added, None, Some(0o100644))
+}
+
+fn verdict(path: &str) -> Verdict {
+    classify(&added(path), &RepoRules::none(), &NoContents)
+}
+
+/// Issue 25: 37 files passed the catalogue as ordinary changes, and
+/// names a case-insensitive file system folds onto watched ones. Each is
+/// held by the default, with no row written for it.
+#[test]
+fn what_the_red_team_found_is_held_without_a_row_for_it() {
+    let found = [
+        ".mergify.yml",
+        "OWNERS",
+        ".kodiak.toml",
+        ".readthedocs.yaml",
+        "atlantis.yaml",
+        "tox.toml",
+        "hatch.toml",
+        "pixi.toml",
+        "uv.toml",
+        "tools/bazel",
+        "app.vcxproj",
+        ".jvmopts",
+        "mkdocs.yml",
+        "captainhook.json",
+        ".huskyrc",
+        ".dir-locals-2.el",
+        ".iex.exs",
+        ".env.local",
+        "AGENTS.override.md",
+        "CLAUDE.local.md",
+        ".github/agents/x.agent.md",
+        ".github/workflows/ci.yml",
+        "Makefile",
+        "Dockerfile",
+        "Jenkinsfile",
+        "setup.py",
+        "conftest.py",
+        "build.rs",
+        "vite.config.ts",
+        "requirements-dev.txt",
+        "CMakeLists.txt",
+        "docs/conf.py",
+        "lib/x.pth",
+        "package.json",
+        "Cargo.toml",
+        "scripts/release.nu",
+        "docs/index.mdx",
+        // Twins a case-insensitive file system folds onto watched names.
+        ".v\u{17f}code/tasks.json",
+        ".hu\u{17f}ky/pre-commit",
+        "Ma\u{212a}efile",
+        "CLAUDE\u{200b}.md",
+        "\u{feff}.github/workflows/ci.yml",
+        "AGENTS\u{200c}.md",
+    ];
+    for path in found {
+        let v = verdict(path);
+        assert!(v.is_held(), "{path:?}: {v}");
+    }
+}
+
+/// The control: ordinary source, test and documentation changes in
+/// Python, TypeScript, Rust and Go pass with no finding.
+#[test]
+fn ordinary_source_tests_and_docs_pass() {
+    let ordinary = [
+        "src/humanize/number.py",
+        "tests/test_number.py",
+        "src/pkg/__init__.py",
+        "stubs/x.pyi",
+        "src/index.ts",
+        "src/components/Button.tsx",
+        "test/index.test.ts",
+        "src/__tests__/util.spec.js",
+        "src/lib.rs",
+        "crates/core/src/rules/mod.rs",
+        "crates/linter/src/rules.rs",
+        "tests/integration.rs",
+        "cmd/server/main.go",
+        "pkg/store/store_test.go",
+        "README.md",
+        "docs/guide.rst",
+        "docs/usage.txt",
+        "AUTHORS",
+        "LICENSE",
+        "CHANGELOG.md",
+        "changelog/1234.bugfix.rst",
+        "changelog_unreleased/javascript/1234.md",
+        "tests/fixtures/config.yaml",
+        "tests/format/yaml/case/input.yml",
+        "crates/x/tests/snapshots/x__case.snap",
+        "src/__snapshots__/button.test.tsx.snap",
+        "testdata/golden.json",
+    ];
+    for path in ordinary {
+        let v = verdict(path);
+        assert!(!v.is_held(), "{path:?}: {v}");
+    }
+}
+
+#[test]
+fn links_submodules_and_mode_changes_are_held_whatever_the_name() {
+    let rules = RepoRules::parse(b"[gate]\nordinary = [\"**\"]\n").unwrap();
+    for (c, why) in [
+        (
+            change("src/a.py", Status::Added, None, Some(0o120000)),
+            Held::Link,
+        ),
+        (
+            change("vendor/lib", Status::Added, None, Some(0o160000)),
+            Held::Submodule,
+        ),
+        (
+            change("src/a.py", Status::Modified, Some(0o100644), Some(0o100755)),
+            Held::Mode {
+                from: 0o100644,
+                to: 0o100755,
+            },
+        ),
+        (
+            change(
+                ".forgehand.toml",
+                Status::Modified,
+                Some(0o100644),
+                Some(0o100644),
+            ),
+            Held::ForgehandToml,
+        ),
+        (
+            change("a/.gitattributes", Status::Added, None, Some(0o100644)),
+            Held::GitControl,
+        ),
+    ] {
+        assert_eq!(
+            classify(&c, &rules, &NoContents),
+            Verdict::Held {
+                why,
+                explained: crate::integrity::rule_for(&c.path)
+            },
+            "{}",
+            c.path
+        );
+    }
+}
+
+/// A maintainer's `[gate]` widens and narrows the built-in list; `held`
+/// wins.
+#[test]
+fn the_repositorys_rules_widen_and_narrow() {
+    let rules = RepoRules::parse(
+        b"[gate]\nordinary = [\"config/*.yaml\", \"db/**\"]\nheld = [\"db/migrations/**\"]\n",
+    )
+    .unwrap();
+    let v = |p: &str| classify(&added(p), &rules, &NoContents);
+    assert_eq!(
+        v("config/app.yaml"),
+        Verdict::Ordinary(Ordinary::Repository("config/*.yaml".into()))
+    );
+    assert!(v("db/migrations/0001.py").is_held());
+    assert!(!v("db/seed.sql").is_held());
+    assert!(
+        v("config/nested/app.yaml").is_held(),
+        "the built-in list still holds what no pattern names"
+    );
+}
+
+#[test]
+fn a_held_path_the_catalogue_names_is_explained_by_its_row() {
+    let v = verdict(".github/workflows/ci.yml");
+    let Verdict::Held { explained, .. } = &v else {
+        panic!("{v}");
+    };
+    assert_eq!(explained.map(|r| r.what), Some("GitHub Actions workflows"));
+    assert!(v.to_string().contains("GitHub Actions workflows"), "{v}");
+}
+
+/// The catalogue's rows are the explanation now, not the boundary: but
+/// each row's example, added by the agent, is still held.
+#[test]
+fn every_catalogue_rows_example_is_held() {
+    let mut passed = Vec::new();
+    for rule in crate::integrity::CATALOGUE {
+        if !verdict(rule.example).is_held() {
+            passed.push(rule.example);
+        }
+    }
+    assert!(passed.is_empty(), "held by no rule: {passed:?}");
+}
