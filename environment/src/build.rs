@@ -547,8 +547,7 @@ async fn serve_and_run(
     let door = Egress::new(setup.egress.clone())?.spawn(listener);
     let out = sandbox.exec(request.timeout(setup.limits.timeout)).await;
     let done = door.shutdown().await;
-    egress.records.extend(done.records);
-    egress.unrecorded_connections += done.unrecorded_connections;
+    egress.merge(done);
     Ok(out?)
 }
 

@@ -85,6 +85,14 @@ pub async fn build(config: &Config, repo: &Path, out: &mut dyn Write) -> anyhow:
             } else {
                 writeln!(out, "set up in   {:.1} s", report.setup_secs)?;
             }
+            // What the setup reached, and how busy the egress was: where a
+            // slow setup's time went. Hosts are the egress's normalized
+            // names (ASCII letters, digits, dots), nothing escaped needed.
+            if let Some(egress) = &prepared.egress {
+                for line in egress.to_string().lines() {
+                    writeln!(out, "egress:     {line}")?;
+                }
+            }
         }
     }
     Ok(())
