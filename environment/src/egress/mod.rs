@@ -22,6 +22,12 @@
 //!   ([`DeniedRanges`]: loopback, private, link-local, metadata…), or
 //!   one of the host's own addresses, is never connected to; the checked
 //!   addresses are the ones connected to.
+//! * Connections beyond [`Limits::max_connections`] wait their turn, in
+//!   order (up to [`Limits::max_waiting`] of them, each for at most
+//!   [`Limits::wait_timeout`]), rather than being refused: package
+//!   managers open hundreds at once, and retry a refusal only after
+//!   seconds of back-off. A name is looked up once for all the
+//!   connections that want it (see `resolve.rs`).
 //! * Every wait and size is bounded ([`Limits`]); what happened is kept as
 //!   a bounded [`Summary`] for the job's record and logged with `tracing`
 //!   (host and verdict, never a header: a client's `Proxy-Authorization`
@@ -148,8 +154,9 @@ impl Drop for EgressHandle {
 /// themselves before abandoning them.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Connections over the limit being told so at once; beyond these, they
-/// are closed without a word (a flood gets no task per connection).
+/// Connections over the limit and the queue being told so at once;
+/// beyond these, they are closed without a word (a flood gets no task per
+/// connection).
 const BUSY_REFUSALS: usize = 16;
 
 struct Slots {
@@ -182,13 +189,7 @@ async fn accept_loop(
                     };
                     match turn {
                         Turn::Now(slot) => {
-                            let shared = shared.clone();
-                            let cancel = cancel.clone();
-                            connections.spawn(async move {
-                                let _slot = slot;
-                                let _active = shared.load.start();
-                                serve(stream, shared.clone(), cancel).await;
-                            });
+                            connections.spawn(serve_in(slot, stream, shared.clone(), cancel.clone()));
                         }
                         Turn::Wait(place) => {
                             let shared = shared.clone();
@@ -217,6 +218,19 @@ async fn accept_loop(
     }
 }
 
+/// Serves a connection in its slot, counted as served meanwhile.
+async fn serve_in(
+    slot: OwnedSemaphorePermit,
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+) {
+    let active = shared.load.start();
+    serve(stream, shared.clone(), cancel).await;
+    drop(active);
+    drop(slot);
+}
+
 /// What an accepted connection gets.
 enum Turn {
     /// A slot: served at once.
@@ -240,16 +254,23 @@ async fn wait_then_serve(
     let started = Instant::now();
     let slot = tokio::select! {
         slot = tokio::time::timeout(shared.policy.limits.wait_timeout, free.acquire_owned()) => slot,
-        () = cancel.cancelled() => return,
+        () = cancel.cancelled() => {
+            // Counted like a connection stopped before its verdict.
+            shared.log.add(Finished {
+                host: None,
+                port: None,
+                kind: RequestKind::Unknown,
+                outcome: Outcome::Unfinished,
+                bytes_up: 0,
+                bytes_down: 0,
+            });
+            return;
+        }
     };
     drop(place);
     shared.load.waited(started.elapsed());
     match slot {
-        Ok(Ok(slot)) => {
-            let _slot = slot;
-            let _active = shared.load.start();
-            serve(stream, shared.clone(), cancel).await;
-        }
+        Ok(Ok(slot)) => serve_in(slot, stream, shared, cancel).await,
         // Timed out (or the semaphore closed, which it never is).
         _ => {
             let response = refuse_busy(&shared, true);
