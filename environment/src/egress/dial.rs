@@ -1,5 +1,5 @@
 //! Reaching an allowed host: resolve the name (a lookup shared with the
-//! other connections to it, [`super::resolve`]), check every address
+//! other connections to it: `resolve.rs`), check every address
 //! against the denied ranges, connect only to checked addresses (never a
 //! second resolution between check and connect, which a rebinding DNS
 //! server would answer differently), or go through the upstream proxy.
