@@ -166,7 +166,30 @@ enum SandboxCommand {
     },
 }
 
+/// Lifts the soft limit on open files to the hard one, as Go's runtime
+/// does for every program. systemd starts services with a soft limit of
+/// 1,024 (and a hard one of 524,288) for the sake of `select`, which
+/// Forgehand does not use; a setup's egress alone may hold two sockets
+/// per connection (`environment.max_connections`, 256 by default) and
+/// one per connection waiting for a turn. The hard limit is the
+/// operator's, and stays.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    raise_open_files_limit();
     let cli = Cli::parse();
     let file = ConfigFile::for_process(cli.config.as_deref());
     let config = match Config::load(file.as_ref().map(|f| f.path.as_path())) {

@@ -72,6 +72,17 @@ pub struct Built {
     pub output: String,
     /// What the setup reached through the egress, and what was refused.
     pub egress: Summary,
+    /// How long each step took, in order: where a slow setup's time went.
+    pub steps: Vec<Step>,
+}
+
+/// One step of a setup and its time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// `packages` (the Debian packages), `command` (the setup command),
+    /// `keep` (checking and copying what it left into the cache).
+    pub name: &'static str,
+    pub secs: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -222,15 +233,27 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
     let scratch = Scratch::create(&building, setup).await?;
     let mut output = String::new();
     let mut egress = Summary::default();
+    let mut steps = Vec::new();
+    let mut step = Instant::now();
+    let mut timed = |name, steps: &mut Vec<Step>| {
+        steps.push(Step {
+            name,
+            secs: step.elapsed().as_secs_f64(),
+        });
+        step = Instant::now();
+    };
     let layer = setup.declared.packages.is_empty() && setup.ca_bundle.is_none();
     if !layer {
         output.push_str(&packages(setup, &scratch, &mut egress).await?);
+        timed("packages", &mut steps);
     }
     if let Some(command) = &setup.declared.setup {
         output.push_str(&run_setup(setup, &scratch, command, &mut egress).await?);
+        timed("command", &mut steps);
     }
     scratch.keep_into(&building.dir)?;
     drop(scratch);
+    timed("keep", &mut steps);
     let info = EnvInfo {
         key: setup.key.to_string(),
         repository: setup.repository.to_owned(),
@@ -252,6 +275,7 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
         env,
         output,
         egress,
+        steps,
     })
 }
 
@@ -600,8 +624,7 @@ async fn serve_and_run(
     let door = Egress::new(setup.egress.clone())?.spawn(listener);
     let out = sandbox.exec(request.timeout(setup.limits.timeout)).await;
     let done = door.shutdown().await;
-    egress.records.extend(done.records);
-    egress.unrecorded_connections += done.unrecorded_connections;
+    egress.merge(done);
     Ok(out?)
 }
 

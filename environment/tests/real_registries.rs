@@ -124,3 +124,54 @@ async fn the_proposal_finds_this_machines_npm_and_apt_hosts() {
     // Every proposed host is one the egress accepts as an entry.
     AllowHosts::parse(proposal.allow_hosts()).unwrap();
 }
+
+/// A burst of tunnels to npm's registry through the egress, with the
+/// host's resolver, as `npm install` opens them: every one is opened.
+/// Each asking the host's resolver on its own failed here: this
+/// machine's DNS server drops queries beyond a few dozen at once, and
+/// the egress answered "resolution timed out" (issue 26).
+#[tokio::test]
+async fn a_burst_of_tunnels_to_npms_registry_all_open_with_one_lookup() {
+    const TUNNELS: usize = 200;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = npm_registry()
+        .host_str()
+        .expect("a registry host")
+        .to_owned();
+    let (egress, proxy) = egress_for(&host).await;
+    let request = format!("CONNECT {host}:443 HTTP/1.1\r\nHost: {host}:443\r\n\r\n");
+    let started = std::time::Instant::now();
+    let mut tunnels = tokio::task::JoinSet::new();
+    for _ in 0..TUNNELS {
+        let request = request.clone();
+        tunnels.spawn(async move {
+            let mut stream = tokio::net::TcpStream::connect(proxy).await.unwrap();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = vec![0u8; 512];
+            let n =
+                tokio::time::timeout(std::time::Duration::from_secs(30), stream.read(&mut answer))
+                    .await
+                    .expect("an answer within 30 s")
+                    .unwrap();
+            String::from_utf8_lossy(&answer[..n]).into_owned()
+        });
+    }
+    let mut refused = Vec::new();
+    while let Some(answer) = tunnels.join_next().await {
+        let answer = answer.unwrap();
+        if !answer.starts_with("HTTP/1.1 200 ") {
+            refused.push(answer);
+        }
+    }
+    let took = started.elapsed();
+    let summary = egress.shutdown().await;
+    assert!(
+        refused.is_empty(),
+        "{} of {TUNNELS} refused, e.g. {:?}\n{summary}",
+        refused.len(),
+        refused[0]
+    );
+    assert_eq!(summary.load.lookups, 1, "{summary}");
+    assert_eq!(summary.load.lookups_failed, 0, "{summary}");
+    println!("{TUNNELS} tunnels in {took:?}\n{summary}");
+}

@@ -129,6 +129,14 @@ async fn a_python_environment_is_built_through_the_egress_and_then_reused() {
         egress.refused().next().is_none(),
         "nothing refused: {egress:?}"
     );
+    // The proxy's load: pip's few connections, each name looked up once
+    // for every connection that wanted it.
+    assert!(egress.load.peak_connections >= 1, "{egress}");
+    assert!(egress.load.lookups >= 1, "{egress}");
+    assert_eq!(egress.load.lookups_failed, 0, "{egress}");
+    assert_eq!(egress.load.waited, 0, "{egress}");
+    let steps: Vec<&str> = built.steps.iter().map(|step| step.name).collect();
+    assert_eq!(steps, ["packages", "command", "keep"], "{:?}", built.steps);
     // The base commit is untouched: setup writes above it.
     assert!(!checkout.tree.join(".venv").exists());
     drop(built);
@@ -525,6 +533,10 @@ async fn an_environment_past_its_age_is_built_again() {
     };
     let first = build();
     assert!(first.contains("set up in"), "{first}");
+    // Each step's time: no packages are declared, so no packages step.
+    assert!(first.contains("\n  command "), "{first}");
+    assert!(first.contains("\n  keep "), "{first}");
+    assert!(!first.contains("\n  packages "), "{first}");
     let stamp = std::fs::read_to_string(kept_home(dir.path()).join("built")).unwrap();
     let again = build();
     assert!(again.contains("kept already"), "{again}");

@@ -84,6 +84,17 @@ pub async fn build(config: &Config, repo: &Path, out: &mut dyn Write) -> anyhow:
                 writeln!(out, "kept already: nothing was set up")?;
             } else {
                 writeln!(out, "set up in   {:.1} s", report.setup_secs)?;
+                for step in &prepared.steps {
+                    writeln!(out, "  {:<9} {:.1} s", step.name, step.secs)?;
+                }
+            }
+            // What the setup reached, and how busy the egress was: where a
+            // slow setup's time went. Hosts are the egress's normalized
+            // names (ASCII letters, digits, dots), nothing escaped needed.
+            if let Some(egress) = &prepared.egress {
+                for line in egress.to_string().lines() {
+                    writeln!(out, "egress:     {line}")?;
+                }
             }
         }
     }

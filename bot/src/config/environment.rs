@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use forgehand_environment::egress::{AllowHosts, Policy, UpstreamProxy};
+use forgehand_environment::egress::{AllowHosts, Limits, Policy, UpstreamProxy};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -23,6 +23,10 @@ pub struct EnvironmentConfig {
     /// An HTTP proxy (`http://host:port`) the egress reaches the allowed
     /// hosts through, for networks that need one.
     pub upstream_proxy: Option<String>,
+    /// Connections the egress serves at once for one setup (each a
+    /// tunnel to a registry); more wait for a turn. Package managers open
+    /// many at once: npm 9 through a proxy opens one per request.
+    pub max_connections: usize,
     /// The longest a whole setup (packages and command) may run.
     pub setup_timeout_secs: u64,
     /// Memory of the setup sandbox, in MiB.
@@ -54,6 +58,7 @@ impl Default for EnvironmentConfig {
             allow_hosts: Vec::new(),
             ca_bundle: None,
             upstream_proxy: None,
+            max_connections: Limits::default().max_connections,
             setup_timeout_secs: 1200,
             memory_mib: 4096,
             disk_mib: 8192,
@@ -65,6 +70,11 @@ impl Default for EnvironmentConfig {
         }
     }
 }
+
+/// The most `environment.max_connections`: each connection holds two
+/// sockets of Forgehand's own (the sandbox's and the registry's), and
+/// several setups may run at once.
+const MAX_CONNECTIONS: usize = 4096;
 
 /// The longest `environment.max_age_hours`: ten years.
 const MAX_AGE_HOURS: u64 = 24 * 365 * 10;
@@ -89,6 +99,14 @@ impl EnvironmentConfig {
         let hosts = AllowHosts::parse(&self.allow_hosts)
             .map_err(|e| format!("environment.allow_hosts: {e}"))?;
         let mut policy = Policy::new(hosts);
+        if !(1..=MAX_CONNECTIONS).contains(&self.max_connections) {
+            return Err(format!(
+                "environment.max_connections: from 1 to {MAX_CONNECTIONS} (connections a \
+                 setup's egress serves at once; the default is {})",
+                Limits::default().max_connections
+            ));
+        }
+        policy.limits.max_connections = self.max_connections;
         if let Some(upstream) = &self.upstream_proxy {
             policy.upstream = Some(
                 UpstreamProxy::parse(upstream)

@@ -13,7 +13,7 @@ use super::Config;
 /// What the configuration knows: each section with its keys, and
 /// whether a key is a table of the operator's own names
 /// (`sandbox.env`, `model.prices`), where any name goes.
-fn known() -> Vec<(String, Vec<(String, bool)>)> {
+pub(super) fn known() -> Vec<(String, Vec<(String, bool)>)> {
     let defaults = serde_json::to_value(Config::default()).unwrap_or(Value::Null);
     let Value::Object(sections) = defaults else {
         return Vec::new();

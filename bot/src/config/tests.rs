@@ -513,3 +513,70 @@ fn unset_secrets_are_left_out_of_the_printed_configuration() {
     assert!(shown.contains("token = \"<redacted>\""), "{shown}");
     assert!(!shown.contains("api-secret-value"), "{shown}");
 }
+
+/// docs/configuration.md names every key the configuration knows (its
+/// defaults, serialised), and no key it does not: the reference cannot
+/// drift from the types. A key holding a table of the operator's own
+/// names is written `section.key.<name>` there.
+#[test]
+fn the_reference_documents_every_key_and_only_known_keys() {
+    let docs = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/configuration.md"
+    ));
+    let known: std::collections::BTreeSet<String> = keys::known()
+        .into_iter()
+        .flat_map(|(section, keys)| {
+            keys.into_iter()
+                .map(move |(key, _)| format!("{section}.{key}"))
+        })
+        .collect();
+    // The first cell of each row of the reference's tables: the keys it
+    // describes, each in backquotes.
+    let mut documented = std::collections::BTreeSet::new();
+    for line in docs.lines() {
+        let Some(cell) = line
+            .strip_prefix("| `")
+            .map(|rest| rest.split(" | ").next())
+        else {
+            continue;
+        };
+        let cell = format!("`{}", cell.unwrap_or_default());
+        for quoted in cell.split('`').skip(1).step_by(2) {
+            let key = quoted.strip_suffix(".<name>").unwrap_or(quoted);
+            if key.contains('.') && !key.contains(' ') {
+                documented.insert(key.to_owned());
+            }
+        }
+    }
+    let missing: Vec<_> = known.difference(&documented).collect();
+    let unknown: Vec<_> = documented.difference(&known).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "not in docs/configuration.md: {missing:?}; documented but unknown: {unknown:?}"
+    );
+}
+
+/// `environment.max_connections` reaches the egress's policy, within its
+/// bounds; the default is the egress's own.
+#[test]
+fn the_egress_connection_limit_is_configurable_and_bounded() {
+    let c = Config::load_from(None, env(&[])).unwrap();
+    assert_eq!(
+        c.environment.egress().unwrap().limits.max_connections,
+        forgehand_environment::egress::Limits::default().max_connections
+    );
+    let f = file("[environment]\nmax_connections = 32\n");
+    let c = Config::load_from(Some(f.path()), env(&[])).unwrap();
+    assert_eq!(c.environment.egress().unwrap().limits.max_connections, 32);
+    for bad in ["0", "4097"] {
+        let f = file(&format!("[environment]\nmax_connections = {bad}\n"));
+        let err = Config::load_from(Some(f.path()), env(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("environment.max_connections: from 1 to 4096"),
+            "{bad}: {err}"
+        );
+    }
+}

@@ -10,7 +10,7 @@ mod testing;
 
 use std::path::{Path, PathBuf};
 
-use forgehand_environment::build::{self, Setup, SetupError};
+use forgehand_environment::build::{self, Setup, SetupError, Step};
 use forgehand_environment::cache::{CacheError, EnvCache, EnvInfo, InUse};
 use forgehand_environment::egress::{Policy, Summary};
 use forgehand_environment::spec::{self, DeclareError, Declared, EnvKey, KeyParts, RepoFiles};
@@ -36,6 +36,8 @@ pub struct Prepared {
     pub setup_secs: f64,
     /// What the setup reached through the egress, when it ran now.
     pub egress: Option<Summary>,
+    /// Its steps' times, when it ran now.
+    pub steps: Vec<Step>,
 }
 
 /// The environment as `forgehand run --json`, the job's record and the
@@ -214,6 +216,7 @@ impl Environments {
                 reused: true,
                 setup_secs: 0.0,
                 egress: None,
+                steps: Vec::new(),
             });
         }
         if let Some(env) = self.kept(key.as_str())? {
@@ -225,6 +228,7 @@ impl Environments {
                 reused: true,
                 setup_secs,
                 egress: None,
+                steps: Vec::new(),
             });
         }
         self.build(backend, repository, declared, key, base).await
@@ -284,6 +288,7 @@ impl Environments {
             env: Some(built.env),
             reused: false,
             egress: Some(built.egress),
+            steps: built.steps,
         })
     }
 

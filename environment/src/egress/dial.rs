@@ -1,37 +1,20 @@
-//! Reaching an allowed host: resolve the name once, check every address
+//! Reaching an allowed host: resolve the name (a lookup shared with the
+//! other connections to it: `resolve.rs`), check every address
 //! against the denied ranges, connect only to checked addresses (never a
 //! second resolution between check and connect, which a rebinding DNS
 //! server would answer differently), or go through the upstream proxy.
 
-use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::head::{parse_response_status, read_head};
 use super::policy::{Policy, UpstreamProxy};
 use super::record::Refusal;
+use super::resolve::Resolver;
 use super::target::{Host, Target};
-
-/// Name resolution, replaceable so tests can map an allowed name to a
-/// private address without touching the host's DNS.
-#[async_trait]
-pub trait Resolve: Send + Sync + 'static {
-    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>>;
-}
-
-/// The host's resolver (`getaddrinfo`, through tokio).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemResolver;
-
-#[async_trait]
-impl Resolve for SystemResolver {
-    async fn resolve(&self, host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-        Ok(tokio::net::lookup_host((host, port)).await?.collect())
-    }
-}
 
 /// Addresses tried at most, of however many a name resolves to (all are
 /// checked).
@@ -42,7 +25,7 @@ const MAX_ADDRESSES_TRIED: usize = 8;
 pub(crate) async fn dial_direct(
     target: &Target,
     policy: &Policy,
-    resolver: &dyn Resolve,
+    resolver: &Arc<Resolver>,
 ) -> Result<TcpStream, Refusal> {
     let addresses = match &target.host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],

@@ -22,6 +22,12 @@
 //!   ([`DeniedRanges`]: loopback, private, link-local, metadata…), or
 //!   one of the host's own addresses, is never connected to; the checked
 //!   addresses are the ones connected to.
+//! * Connections beyond [`Limits::max_connections`] wait their turn, in
+//!   order (up to [`Limits::max_waiting`] of them, each for at most
+//!   [`Limits::wait_timeout`]), rather than being refused: package
+//!   managers open hundreds at once, and retry a refusal only after
+//!   seconds of back-off. A name is looked up once for all the
+//!   connections that want it (see `resolve.rs`).
 //! * Every wait and size is bounded ([`Limits`]); what happened is kept as
 //!   a bounded [`Summary`] for the job's record and logged with `tracing`
 //!   (host and verdict, never a header: a client's `Proxy-Authorization`
@@ -32,6 +38,7 @@ mod head;
 mod policy;
 mod ranges;
 mod record;
+mod resolve;
 mod session;
 mod splice;
 mod target;
@@ -39,19 +46,21 @@ mod target;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use dial::{Resolve, SystemResolver};
 pub use policy::{AllowHosts, HostPattern, Limits, Policy, PolicyError, UpstreamProxy};
 pub use ranges::{
     own_addresses, DeniedAddress, DeniedRange, DeniedRanges, EmbeddedIpv4, OWN_ADDRESS,
 };
-pub use record::{Outcome, Record, Refusal, RequestKind, Summary};
+pub use record::{Load, Outcome, Record, Refusal, RequestKind, Summary};
+pub use resolve::{Resolve, SystemResolver, ANSWER_TTL, MAX_LOOKUPS};
 
-use record::{Finished, Log};
+use record::{Finished, LoadMeter, Log};
+use resolve::Resolver;
 use session::{refusal_response, refuse_and_close, serve, Shared};
 
 /// The egress proxy, built from a [`Policy`].
@@ -84,11 +93,13 @@ impl Egress {
 
     /// Serves `listener` until the handle is shut down or dropped.
     pub fn spawn(self, listener: TcpListener) -> EgressHandle {
-        let max_connections = self.policy.limits.max_connections;
+        let limits = &self.policy.limits;
+        let (max_connections, max_waiting) = (limits.max_connections, limits.max_waiting);
         let shared = Arc::new(Shared {
-            log: Log::new(self.policy.limits.max_records),
+            log: Log::new(limits.max_records),
+            load: LoadMeter::default(),
             policy: self.policy,
-            resolver: self.resolver,
+            resolver: Resolver::new(self.resolver),
         });
         let cancel = CancellationToken::new();
         let task = tokio::spawn(accept_loop(
@@ -96,6 +107,7 @@ impl Egress {
             shared.clone(),
             Slots {
                 connections: Arc::new(Semaphore::new(max_connections)),
+                waiting: Arc::new(Semaphore::new(max_waiting)),
                 refusals: Arc::new(Semaphore::new(BUSY_REFUSALS)),
             },
             cancel.clone(),
@@ -118,7 +130,7 @@ pub struct EgressHandle {
 impl EgressHandle {
     /// What the egress has done so far.
     pub fn summary(&self) -> Summary {
-        self.shared.log.summary()
+        self.shared.summary()
     }
 
     /// Stops accepting, closes every connection, and returns the summary
@@ -128,7 +140,7 @@ impl EgressHandle {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        self.shared.log.summary()
+        self.shared.summary()
     }
 }
 
@@ -142,12 +154,16 @@ impl Drop for EgressHandle {
 /// themselves before abandoning them.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// Connections over the limit being told so at once; beyond these, they
-/// are closed without a word (a flood gets no task per connection).
+/// Connections over the limit and the queue being told so at once;
+/// beyond these, they are closed without a word (a flood gets no task per
+/// connection).
 const BUSY_REFUSALS: usize = 16;
 
 struct Slots {
+    /// One per connection served.
     connections: Arc<Semaphore>,
+    /// One per connection waiting for a turn.
+    waiting: Arc<Semaphore>,
     refusals: Arc<Semaphore>,
 }
 
@@ -163,30 +179,27 @@ async fn accept_loop(
             () = cancel.cancelled() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => match slots.connections.clone().try_acquire_owned() {
-                    Ok(slot) => {
-                        let shared = shared.clone();
-                        let cancel = cancel.clone();
-                        connections.spawn(async move {
-                            serve(stream, shared, cancel).await;
-                            drop(slot);
-                        });
-                    }
-                    Err(_) => {
-                        let response = refuse_busy(&shared);
-                        if let Ok(slot) = slots.refusals.clone().try_acquire_owned() {
-                            let cancel = cancel.clone();
-                            connections.spawn(async move {
-                                let mut stream = stream;
-                                tokio::select! {
-                                    () = refuse_and_close(&mut stream, &response) => {}
-                                    () = cancel.cancelled() => {}
-                                }
-                                drop(slot);
-                            });
+                Ok((stream, _)) => {
+                    let turn = match slots.connections.clone().try_acquire_owned() {
+                        Ok(slot) => Turn::Now(slot),
+                        Err(_) => match slots.waiting.clone().try_acquire_owned() {
+                            Ok(place) => Turn::Wait(place),
+                            Err(_) => Turn::Busy,
+                        },
+                    };
+                    match turn {
+                        Turn::Now(slot) => {
+                            connections.spawn(serve_in(slot, stream, shared.clone(), cancel.clone()));
                         }
+                        Turn::Wait(place) => {
+                            let shared = shared.clone();
+                            let cancel = cancel.clone();
+                            let free = slots.connections.clone();
+                            connections.spawn(wait_then_serve(stream, shared, free, place, cancel));
+                        }
+                        Turn::Busy => refuse_now(stream, &shared, &slots, &cancel, &mut connections),
                     }
-                },
+                }
                 Err(e) => {
                     // Out of descriptors and the like: wait rather than spin.
                     tracing::warn!(error = %e, "egress: accept failed");
@@ -205,16 +218,111 @@ async fn accept_loop(
     }
 }
 
-/// Over the connection limit: records the refusal, returns the 503.
-fn refuse_busy(shared: &Shared) -> Vec<u8> {
-    let refusal = Refusal::TooManyConnections {
-        limit: shared.policy.limits.max_connections,
+/// Serves a connection in its slot, counted as served meanwhile.
+async fn serve_in(
+    slot: OwnedSemaphorePermit,
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+) {
+    let active = shared.load.start();
+    serve(stream, shared.clone(), cancel).await;
+    drop(active);
+    drop(slot);
+}
+
+/// What an accepted connection gets.
+enum Turn {
+    /// A slot: served at once.
+    Now(OwnedSemaphorePermit),
+    /// A place in the queue: served when a slot frees.
+    Wait(OwnedSemaphorePermit),
+    /// Neither: a 503.
+    Busy,
+}
+
+/// Waits (in order: tokio's semaphore is fair) for a slot, at most
+/// `limits.wait_timeout`, then serves; or answers 503. Nothing is read
+/// from the connection meanwhile: it costs its socket and this task.
+async fn wait_then_serve(
+    mut stream: TcpStream,
+    shared: Arc<Shared>,
+    free: Arc<Semaphore>,
+    place: OwnedSemaphorePermit,
+    cancel: CancellationToken,
+) {
+    let started = Instant::now();
+    let slot = tokio::select! {
+        slot = tokio::time::timeout(shared.policy.limits.wait_timeout, free.acquire_owned()) => slot,
+        () = cancel.cancelled() => {
+            // Counted like a connection stopped before its verdict.
+            shared.log.add(Finished {
+                host: None,
+                port: None,
+                kind: RequestKind::Unknown,
+                outcome: Outcome::Unfinished,
+                bytes_up: 0,
+                bytes_down: 0,
+            });
+            return;
+        }
     };
-    let response = refusal_response(
-        refusal.status(),
-        &format!("forgehand: {refusal}; retry later"),
-    );
-    tracing::warn!(%refusal, "egress: refused");
+    drop(place);
+    shared.load.waited(started.elapsed());
+    match slot {
+        Ok(Ok(slot)) => serve_in(slot, stream, shared, cancel).await,
+        // Timed out (or the semaphore closed, which it never is).
+        _ => {
+            let response = refuse_busy(&shared, true);
+            tokio::select! {
+                () = refuse_and_close(&mut stream, &response) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+    }
+}
+
+/// Over the limit and the queue: a 503 at once, while few are being told
+/// so; otherwise the connection is closed.
+fn refuse_now(
+    stream: TcpStream,
+    shared: &Shared,
+    slots: &Slots,
+    cancel: &CancellationToken,
+    connections: &mut JoinSet<()>,
+) {
+    let response = refuse_busy(shared, false);
+    if let Ok(slot) = slots.refusals.clone().try_acquire_owned() {
+        let cancel = cancel.clone();
+        connections.spawn(async move {
+            let mut stream = stream;
+            tokio::select! {
+                () = refuse_and_close(&mut stream, &response) => {}
+                () = cancel.cancelled() => {}
+            }
+            drop(slot);
+        });
+    }
+}
+
+/// Over the connection limit: records the refusal, returns the 503.
+fn refuse_busy(shared: &Shared, waited: bool) -> Vec<u8> {
+    let limits = &shared.policy.limits;
+    let refusal = Refusal::TooManyConnections {
+        limit: limits.max_connections,
+    };
+    let why = match waited {
+        true => {
+            let wait = limits.wait_timeout.as_millis();
+            match wait % 1000 {
+                0 => format!("{refusal}, none free within {} s", wait / 1000),
+                _ => format!("{refusal}, none free within {wait} ms"),
+            }
+        }
+        false => format!("{refusal}, and {} waiting", limits.max_waiting),
+    };
+    let response = refusal_response(refusal.status(), &format!("forgehand: {why}; retry later"));
+    tracing::warn!(%refusal, waited, "egress: refused");
     shared.log.add(Finished {
         host: None,
         port: None,

@@ -224,8 +224,19 @@ pub struct Limits {
     pub max_headers: usize,
     /// The whole head must arrive within this, however it trickles in.
     pub head_timeout: Duration,
-    /// Connections served at once; more are answered 503 and closed.
+    /// Connections served at once (each a tunnel or a forwarded request
+    /// to a registry, with its socket to the host). Package managers open
+    /// many: npm 9 through a proxy opens a tunnel per request, and a
+    /// tree's tarballs all at once.
     pub max_connections: usize,
+    /// Connections beyond `max_connections` kept waiting, in order, for
+    /// one to finish (accepted, nothing read yet: a socket each); beyond
+    /// these, a connection is answered 503 at once. Waiting instead of
+    /// refusing matters: a refused fetch is retried by npm and pip only
+    /// after seconds of back-off.
+    pub max_waiting: usize,
+    /// The longest a connection waits for its turn before its 503.
+    pub wait_timeout: Duration,
     /// A spliced connection with no byte either way for this long is
     /// closed (a client's keep-alive pool reconnects).
     pub idle_timeout: Duration,
@@ -242,7 +253,9 @@ impl Default for Limits {
             max_head_bytes: 16 * 1024,
             max_headers: 64,
             head_timeout: Duration::from_secs(10),
-            max_connections: 64,
+            max_connections: 256,
+            max_waiting: 1024,
+            wait_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
             max_records: 256,

@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -170,15 +172,109 @@ impl fmt::Display for Record {
     }
 }
 
+/// How busy the egress was: what shows whether its limits or its
+/// lookups slowed a setup down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Load {
+    /// Connections served at once, at most.
+    pub peak_connections: u64,
+    /// Connections that waited for a turn (over `max_connections`).
+    pub waited: u64,
+    /// The longest such wait, in milliseconds.
+    pub longest_wait_ms: u64,
+    /// Names looked up (the rest were answered by a lookup already made
+    /// or under way).
+    pub lookups: u64,
+    /// Requests answered without a lookup of their own.
+    pub lookups_shared: u64,
+    pub lookups_failed: u64,
+}
+
+impl Load {
+    fn merge(&mut self, other: &Load) {
+        self.peak_connections = self.peak_connections.max(other.peak_connections);
+        self.waited += other.waited;
+        self.longest_wait_ms = self.longest_wait_ms.max(other.longest_wait_ms);
+        self.lookups += other.lookups;
+        self.lookups_shared += other.lookups_shared;
+        self.lookups_failed += other.lookups_failed;
+    }
+}
+
+impl fmt::Display for Load {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "at most {} connection(s) at once, {} waited for a turn (longest {} ms); \
+             {} name lookup(s), {} request(s) answered by one, {} failed",
+            self.peak_connections,
+            self.waited,
+            self.longest_wait_ms,
+            self.lookups,
+            self.lookups_shared,
+            self.lookups_failed
+        )
+    }
+}
+
+/// Counts connections as they start and end, and waits, for [`Load`].
+#[derive(Debug, Default)]
+pub(crate) struct LoadMeter {
+    now: AtomicU64,
+    peak: AtomicU64,
+    waited: AtomicU64,
+    longest_wait_ms: AtomicU64,
+}
+
+/// A connection being served: counted until dropped.
+pub(crate) struct Active<'a>(&'a LoadMeter);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl LoadMeter {
+    pub fn start(&self) -> Active<'_> {
+        let now = self.now.fetch_add(1, Ordering::Relaxed) + 1;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+        Active(self)
+    }
+
+    pub fn waited(&self, wait: Duration) {
+        self.waited.fetch_add(1, Ordering::Relaxed);
+        let millis = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+        self.longest_wait_ms.fetch_max(millis, Ordering::Relaxed);
+    }
+
+    pub fn load(&self) -> Load {
+        Load {
+            peak_connections: self.peak.load(Ordering::Relaxed),
+            waited: self.waited.load(Ordering::Relaxed),
+            longest_wait_ms: self.longest_wait_ms.load(Ordering::Relaxed),
+            ..Load::default()
+        }
+    }
+}
+
 /// Everything the egress did, in the order first seen.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub records: Vec<Record>,
     /// Connections beyond the record cap: counted, not described.
     pub unrecorded_connections: u64,
+    pub load: Load,
 }
 
 impl Summary {
+    /// Adds what another egress did (a later step of the same setup).
+    pub fn merge(&mut self, other: Summary) {
+        self.records.extend(other.records);
+        self.unrecorded_connections += other.unrecorded_connections;
+        self.load.merge(&other.load);
+    }
+
     /// The records refusing anything.
     pub fn refused(&self) -> impl Iterator<Item = &Record> {
         self.records
@@ -198,6 +294,9 @@ impl fmt::Display for Summary {
                 "{} further connection(s) not recorded (record limit)",
                 self.unrecorded_connections
             )?;
+        }
+        if self.load != Load::default() {
+            writeln!(f, "{}", self.load)?;
         }
         Ok(())
     }

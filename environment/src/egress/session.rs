@@ -1,7 +1,7 @@
 //! One connection from the sandbox: read its request head, decide, reach
 //! the host (or refuse, saying why), then splice until done.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,18 +9,34 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use super::dial::{dial_direct, dial_upstream, upstream_connect, Resolve};
+use super::dial::{dial_direct, dial_upstream, upstream_connect};
 use super::head::{parse_request, read_head, HeadError, RequestHead};
 use super::policy::{Limits, Policy};
-use super::record::{Finished, Log, Outcome, Refusal, RequestKind};
+use super::record::{Finished, Load, LoadMeter, Log, Outcome, Refusal, RequestKind, Summary};
+use super::resolve::Resolver;
 use super::splice::{splice, Counters, End, Up};
 use super::target::{parse_absolute_form, parse_connect_target, Host, Target, TargetError};
 
 /// What every connection shares.
 pub(crate) struct Shared {
     pub policy: Policy,
-    pub resolver: Arc<dyn Resolve>,
+    pub resolver: Arc<Resolver>,
     pub log: Log,
+    pub load: LoadMeter,
+}
+
+impl Shared {
+    pub fn summary(&self) -> Summary {
+        let mut summary = self.log.summary();
+        let lookups = &self.resolver.counters;
+        summary.load = Load {
+            lookups: lookups.lookups.load(Ordering::Relaxed),
+            lookups_shared: lookups.shared.load(Ordering::Relaxed),
+            lookups_failed: lookups.failed.load(Ordering::Relaxed),
+            ..self.load.load()
+        };
+        summary
+    }
 }
 
 /// What a connection has got to, kept outside its future so that stopping
@@ -33,6 +49,10 @@ struct Progress {
     /// or the bytes spliced.
     decided: Mutex<Option<Outcome>>,
     end: Mutex<Option<End>>,
+    /// Milliseconds from the connection's start to the host's answering
+    /// (the head read, the name resolved, the connection made): where a
+    /// slow setup's time goes, in the log.
+    open_ms: AtomicU64,
 }
 
 impl Progress {
@@ -85,6 +105,7 @@ pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>, cancel: Ca
             ?kind,
             bytes_up,
             bytes_down,
+            open_ms = progress.open_ms.load(Ordering::Relaxed),
             end = ?*progress.end.lock().unwrap_or_else(|e| e.into_inner()),
             "egress: allowed"
         ),
@@ -104,8 +125,11 @@ pub(crate) async fn serve(mut client: TcpStream, shared: Arc<Shared>, cancel: Ca
 }
 
 async fn handle(client: &mut TcpStream, shared: &Shared, progress: &Progress) {
+    let started = tokio::time::Instant::now();
     match open(client, shared, progress).await {
         Ok(opened) => {
+            let open_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            progress.open_ms.store(open_ms, Ordering::Relaxed);
             progress.decide(Outcome::Allowed);
             let end = relay(client, opened, shared.policy.limits.idle_timeout, progress).await;
             *progress.end.lock().unwrap_or_else(|e| e.into_inner()) = Some(end);
@@ -203,7 +227,7 @@ async fn open(
     }
     let mut server = match &policy.upstream {
         Some(upstream) => dial_upstream(upstream, &target, policy).await?,
-        None => dial_direct(&target, policy, shared.resolver.as_ref()).await?,
+        None => dial_direct(&target, policy, &shared.resolver).await?,
     };
     let early = head.rest();
     Ok(match path {

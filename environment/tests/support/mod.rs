@@ -225,3 +225,26 @@ impl io::Write for LogWriter {
         Ok(())
     }
 }
+
+/// Lifts this process's soft limit on open files to at least `wanted`
+/// (within the hard limit), for tests holding many sockets; fails when
+/// the hard limit is lower, saying so, rather than failing obscurely.
+pub fn raise_open_files_limit(wanted: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct given.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        assert!(
+            limit.rlim_max >= wanted,
+            "this test needs {wanted} open files; the hard limit is {}",
+            limit.rlim_max
+        );
+        if limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted;
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+        }
+    }
+}
