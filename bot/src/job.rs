@@ -46,6 +46,53 @@ pub struct JobResult {
     /// environment's files, toolchains' artefacts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// The agent's change the gate held for a maintainer: kept as a
+    /// commit on the host, never pushed, until a maintainer allows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<HeldCommit>,
+}
+
+/// What a maintainer must allow before a held change is pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeldFor {
+    /// Files that are not ordinary work (`/forgehand allow-sensitive`).
+    Sensitive,
+    /// It removes most of the repository (`/forgehand allow-destructive`).
+    Destructive,
+}
+
+impl HeldFor {
+    /// The command that allows it.
+    pub fn command(self) -> &'static str {
+        match self {
+            HeldFor::Sensitive => "allow-sensitive",
+            HeldFor::Destructive => "allow-destructive",
+        }
+    }
+}
+
+/// A held change: the commit the gate held, kept on the host at
+/// `reference` in the repository's mirror (a ref no pull request and no
+/// CI sees), and what its pull request will say once it is released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldCommit {
+    pub commit: String,
+    /// `refs/forgehand/held/<job>` in the mirror.
+    pub reference: String,
+    /// Where it goes once released, and onto what.
+    pub branch: String,
+    pub base: String,
+    /// Where the branch was on the forge when the job worked on it (a
+    /// follow-up's); the release pushes only over that.
+    pub expected: Option<String>,
+    pub held_for: Vec<HeldFor>,
+    pub title: String,
+    pub summary: String,
+    pub files: Vec<String>,
+    /// The gate's findings, as Markdown.
+    pub findings: String,
+    pub testing: Option<Testing>,
 }
 
 /// How a job ended, in its result.
@@ -69,6 +116,8 @@ pub enum JobOutcome {
     NothingToRetry,
     /// `go` with no plan.
     NoPlan,
+    /// An allowance noted for a held change that needs another one too.
+    AwaitingAllowance,
     /// `bot.dry_run`: recorded and logged, nothing done on the forge.
     DryRun,
 }
@@ -96,6 +145,7 @@ impl JobResult {
             environment: None,
             testing: None,
             left_out: Vec::new(),
+            held: None,
         }
     }
 

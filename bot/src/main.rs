@@ -48,6 +48,9 @@ enum Command {
     /// Sandboxes by hand.
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// The gate: what it holds for a maintainer, and why.
+    #[command(subcommand)]
+    Gate(GateCommand),
     /// Set a forge up for Forgehand: a GitHub App, or a repository's webhook and label.
     #[command(subcommand)]
     Setup(SetupCommand),
@@ -72,8 +75,9 @@ enum Command {
         /// auto, microvm or namespace (default: sandbox.backend).
         #[arg(long)]
         backend: Option<BackendChoice>,
-        /// Also commit changes to CI definitions, agent instructions,
-        /// CODEOWNERS and build entry points (listed either way).
+        /// Also commit changes the gate holds: anything but ordinary
+        /// source, tests and documentation (listed either way; see
+        /// `forgehand gate explain`).
         #[arg(long)]
         allow_sensitive: bool,
         /// Also commit a change that deletes or empties more than
@@ -147,6 +151,22 @@ enum EnvCommand {
     /// The package registries this host's package managers use: an
     /// allow-list to review and put in environment.allow_hosts.
     Hosts,
+}
+
+#[derive(Subcommand)]
+enum GateCommand {
+    /// How the gate would classify each path (relative to the
+    /// repository's root; without paths, what the working tree changes
+    /// against HEAD): ordinary, or held and why. The repository's own
+    /// [gate] patterns are read from its working tree's .forgehand.toml.
+    /// Exits 0 whatever the verdicts.
+    Explain {
+        /// The git repository.
+        #[arg(long, default_value = ".")]
+        repo: PathBuf,
+        /// The paths to explain.
+        paths: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -252,6 +272,15 @@ fn main() -> ExitCode {
             }
         }
         Command::Env(command) => env(&config, command),
+        Command::Gate(GateCommand::Explain { repo, paths }) => {
+            match forgehand_bot::cli::gate::explain(&repo, &paths, &mut std::io::stdout()) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("forgehand: {}", run::said(&error));
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Run {
             repo,
             task,

@@ -32,10 +32,10 @@ impl AtCommit<'_> {
 }
 
 impl Contents for AtCommit<'_> {
-    fn old(&self, path: &str) -> Option<Vec<u8>> {
+    fn before(&self, path: &str) -> Option<Vec<u8>> {
         self.read(self.old.as_ref(), path)
     }
-    fn new(&self, path: &str) -> Option<Vec<u8>> {
+    fn after(&self, path: &str) -> Option<Vec<u8>> {
         self.read(Some(&self.new), path)
     }
 }
@@ -173,8 +173,8 @@ fn main() -> anyhow::Result<()> {
                 held_paths.push(json!({"path": c.path, "why": why.to_string()}));
                 *reasons.entry(reason_key(&why, &c.path)).or_default() += 1;
             }
-            let old = contents.old(&c.path);
-            let new = contents.new(&c.path);
+            let old = contents.before(&c.path);
+            let new = contents.after(&c.path);
             old_held |= catalogue_holds(&c.path, old.as_deref(), new.as_deref());
         }
         if !held_paths.is_empty() {

@@ -302,6 +302,30 @@ pub enum RefusalReason {
 }
 
 impl RefusalReason {
+    /// The command with which a maintainer allows it, when one can.
+    pub fn command(self) -> Option<&'static str> {
+        match self {
+            RefusalReason::Sensitive => Some("allow-sensitive"),
+            RefusalReason::Destructive => Some("allow-destructive"),
+            RefusalReason::Tamper | RefusalReason::TooLarge | RefusalReason::Secret => None,
+        }
+    }
+
+    /// What the gate found, as a clause.
+    pub fn what(self) -> &'static str {
+        match self {
+            RefusalReason::Tamper => {
+                "the agent changed git's own files (hooks, config, info or alternates)"
+            }
+            RefusalReason::TooLarge => "the working tree holds more than the host reads",
+            RefusalReason::Secret => "the changes contain what looks like a secret",
+            RefusalReason::Sensitive => {
+                "the changes touch files that are not ordinary source, tests or documentation"
+            }
+            RefusalReason::Destructive => "the change removes most of the repository",
+        }
+    }
+
     /// The job's reason code.
     pub fn code(self) -> &'static str {
         match self {
@@ -317,29 +341,43 @@ impl RefusalReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub reason: RefusalReason,
+    /// What a maintainer can allow to push the change as it is, every
+    /// one of them needed; empty when nobody can (tampering, a secret, a
+    /// tree too large: those are refused, not held).
+    pub needs: Vec<RefusalReason>,
     pub report: GateReport,
+}
+
+impl Refusal {
+    /// Whether a maintainer can release the change: it is held, not
+    /// refused.
+    pub fn is_held(&self) -> bool {
+        !self.needs.is_empty()
+    }
+
+    /// The commands that release it (`/forgehand allow-sensitive`, …).
+    pub fn commands(&self) -> Vec<&'static str> {
+        self.needs.iter().filter_map(|n| n.command()).collect()
+    }
 }
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let headline = match self.reason {
-            RefusalReason::Tamper => {
-                "not pushed: the agent changed git's own files (hooks, config, info or alternates)"
-            }
-            RefusalReason::TooLarge => {
-                "not pushed: the working tree holds more than the host reads"
-            }
-            RefusalReason::Secret => "not pushed: the changes contain what looks like a secret",
-            RefusalReason::Sensitive => {
-                "not pushed: the changes touch sensitive files; a maintainer can say \
-                 `/forgehand allow-sensitive` to push them"
-            }
-            RefusalReason::Destructive => {
-                "not pushed: the change removes most of the repository; a maintainer can say \
-                 `/forgehand allow-destructive` to push it"
-            }
-        };
-        write!(f, "{headline}\n{}", self.report.to_markdown())
+        let what = self.reason.what();
+        if !self.is_held() {
+            return write!(f, "not pushed: {what}\n{}", self.report.to_markdown());
+        }
+        let commands: Vec<String> = self
+            .commands()
+            .iter()
+            .map(|c| format!("`/forgehand {c}`"))
+            .collect();
+        write!(
+            f,
+            "held, not pushed: {what}; a maintainer can say {} to push it as it is\n{}",
+            commands.join(" and "),
+            self.report.to_markdown()
+        )
     }
 }
 
@@ -390,7 +428,19 @@ pub fn check(
     // whole, whatever the verdict.
     mask_paths(&mut report, checks.scanner);
     Ok(match reason {
-        Some(reason) => Err(Refusal { reason, report }),
+        Some(reason) => {
+            let needs = match reason {
+                RefusalReason::Destructive | RefusalReason::Sensitive => {
+                    needs(&report, checks.policy)
+                }
+                _ => Vec::new(),
+            };
+            Err(Refusal {
+                reason,
+                needs,
+                report,
+            })
+        }
         None => Ok(Cleared { report }),
     })
 }
@@ -491,12 +541,23 @@ fn decide(
     let removal = destructive::measure(repo)?;
     if removal.is_destructive(checks.policy.max_removed_share) {
         report.removal = Some(removal);
-        if !checks.policy.allow_destructive {
-            return Ok(Some(RefusalReason::Destructive));
-        }
     }
-    let refused = report.holds() && !checks.policy.allow_sensitive;
-    Ok(refused.then_some(RefusalReason::Sensitive))
+    // Both measured whatever the other says: a held change is released
+    // only once everything it needs is allowed.
+    Ok(needs(report, checks.policy).first().copied())
+}
+
+/// What a maintainer must allow before the change may be pushed: the
+/// last two steps of the gate, the only ones a person can lift.
+fn needs(report: &GateReport, policy: GatePolicy) -> Vec<RefusalReason> {
+    let mut needs = Vec::new();
+    if report.removal.is_some() && !policy.allow_destructive {
+        needs.push(RefusalReason::Destructive);
+    }
+    if report.holds() && !policy.allow_sensitive {
+        needs.push(RefusalReason::Sensitive);
+    }
+    needs
 }
 
 fn mask_paths(report: &mut GateReport, scanner: &SecretScanner) {

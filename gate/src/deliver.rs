@@ -32,6 +32,12 @@ impl Delivery {
 pub enum DeliverError<P> {
     #[error("{0}")]
     Refused(Box<Refusal>),
+    /// Held for a maintainer (sensitive or destructive, and nothing
+    /// worse): committed as the bot at [`crate::HELD_REF`], so that what a
+    /// maintainer releases is exactly what the gate looked at, and not
+    /// pushed.
+    #[error("{refusal}")]
+    Held { refusal: Box<Refusal>, commit: Oid },
     #[error(transparent)]
     Gate(#[from] GateError),
     #[error("cannot commit: {0}")]
@@ -52,8 +58,25 @@ pub fn deliver<P>(
     request: &CommitRequest<'_>,
     push: Option<Push<'_, P>>,
 ) -> Result<Delivery, DeliverError<P>> {
-    let cleared = check::check(repo, &checks, request.message)?
-        .map_err(|r| DeliverError::Refused(Box::new(r)))?;
+    let cleared = match check::check(repo, &checks, request.message)? {
+        Ok(cleared) => cleared,
+        Err(refusal) if refusal.is_held() => {
+            // Every other check passed: the commit holds nothing the gate
+            // refuses outright, only what a person must look at.
+            let commit = commit::commit_held(repo, bot, request)
+                .map_err(DeliverError::Commit)?
+                .ok_or_else(|| {
+                    DeliverError::Commit(git2::Error::from_str(
+                        "a held change left nothing to commit",
+                    ))
+                })?;
+            return Err(DeliverError::Held {
+                refusal: Box::new(refusal),
+                commit,
+            });
+        }
+        Err(refusal) => return Err(DeliverError::Refused(Box::new(refusal))),
+    };
     let oid = commit::commit_all(repo, bot, request).map_err(DeliverError::Commit)?;
     let pushed = match (oid, push) {
         (Some(_), Some(push)) => {

@@ -30,7 +30,7 @@ pub use check::{
     HeldPath, Oversize, Refusal, RefusalReason, DEFAULT_MAX_REMOVED_SHARE,
 };
 pub use classify::RepoRules;
-pub use commit::{commit_all, tree_to_commit, BotIdentity, CommitRequest};
+pub use commit::{commit_all, commit_held, tree_to_commit, BotIdentity, CommitRequest, HELD_REF};
 pub use deliver::{deliver, DeliverError, Delivery, Push};
 pub use destructive::Removal;
 pub use integrity::{

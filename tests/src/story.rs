@@ -565,6 +565,25 @@ impl Drop for Story {
         if std::thread::panicking() {
             eprintln!("--- forgehand's log ---\n{}", self.log());
         }
+        // For counting across a suite (bench/gate_friction.sh counts the
+        // gate's holds on the agents' own output): every story's log,
+        // kept where the variable says.
+        if let Some(dir) = std::env::var_os("FORGEHAND_STORY_LOGS") {
+            let dir = std::path::PathBuf::from(dir);
+            static KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let name = format!(
+                "{}-{}-{}.log",
+                std::thread::current()
+                    .name()
+                    .unwrap_or("story")
+                    .replace("::", "-"),
+                std::process::id(),
+                KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            if std::fs::create_dir_all(&dir).is_ok() {
+                let _ = std::fs::write(dir.join(name), self.log());
+            }
+        }
     }
 }
 

@@ -616,11 +616,37 @@ async fn run_goes_through_the_gate_before_it_commits() {
         tokio::task::block_in_place(|| project.run(&server, "openai", QUICK_RETRIES));
     assert_eq!(code, 1);
     assert_eq!(report["reason"], "sensitive", "{report:#}");
-    assert!(report["message"]
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains(".github/workflows/ci.yml"), "{message}");
+    // Held, not lost: committed at a ref of its own, on no branch, and
+    // the report says how to take it.
+    assert!(report["branch"].is_null(), "no branch holds it: {report:#}");
+    let held = report["held"]
         .as_str()
+        .unwrap_or_else(|| panic!("the held change's ref: {report:#}"));
+    assert!(
+        held.starts_with("refs/forgehand/held/forgehand/run-"),
+        "{held}"
+    );
+    assert!(
+        message.contains(&format!("`git branch <name> {held}` takes it as it is"))
+            && message.contains("--allow-sensitive commits it on a branch next time"),
+        "{message}"
+    );
+    let repo = git2::Repository::open(project.repo()).unwrap();
+    let kept = repo.find_reference(held).unwrap().peel_to_commit().unwrap();
+    assert_eq!(kept.id().to_string(), report["commit"].as_str().unwrap());
+    assert!(kept
+        .tree()
         .unwrap()
-        .contains(".github/workflows/ci.yml"));
-    assert!(report["branch"].is_null(), "nothing was committed");
+        .get_path(Path::new(".github/workflows/ci.yml"))
+        .is_ok());
+    let branches: Vec<String> = repo
+        .branches(Some(git2::BranchType::Local))
+        .unwrap()
+        .map(|b| b.unwrap().0.name().unwrap().unwrap().to_owned())
+        .collect();
+    assert_eq!(branches, ["main"], "no branch was made");
     let server = ModelServer::start(vec![
         Step::call("write_file", json!({"path": "notes.txt", "content": "token = \"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB\"\n"})),
         Step::finish("notes", "Notes"),

@@ -240,6 +240,19 @@ impl Job {
                 }
                 (refusal.report, Outcome::Refused(refusal.reason))
             }
+            Err(DeliverError::Held { refusal, commit }) => {
+                // Held: committed as the bot for a maintainer to release,
+                // at a ref of its own; the branch is where it was (the
+                // callers check the server).
+                let repo = self.repo.as_ref().expect("the working copy");
+                let kept = repo.refname_to_id(forgehand_gate::HELD_REF).unwrap();
+                assert_eq!(kept, commit, "the held commit is kept");
+                let tip = repo.refname_to_id(&format!("refs/heads/{BRANCH}")).unwrap();
+                let parent = repo.find_commit(commit).unwrap().parent_id(0).unwrap();
+                assert_eq!(tip, parent, "the branch does not move");
+                assert!(refusal.is_held() && !refusal.commands().is_empty());
+                (refusal.report, Outcome::Refused(refusal.reason))
+            }
             Err(other) => panic!("the gate failed instead of deciding: {other}"),
         }
     }

@@ -36,7 +36,7 @@ const BUILT_IN: &[(&str, &str)] = &[
 
 /// The placeholders each template may use.
 const PLACEHOLDERS: &[(&str, &[&str])] = &[
-    ("system.txt", &["instructions", "data_tag"]),
+    ("system.txt", &["instructions", "data_tag", "gate_policy"]),
     (
         "new_issue.txt",
         &["number", "repository", "issue", "comments"],
@@ -148,8 +148,10 @@ impl Prompts {
         out.trim_end().to_owned() + "\n"
     }
 
-    /// The system prompt, with the repository's instruction files.
-    pub fn system(&self, files: &Files) -> String {
+    /// The system prompt, with the gate's policy for the repository
+    /// (`forgehand_gate::classify::policy::for_agent`) and its
+    /// instruction files.
+    pub fn system(&self, files: &Files, gate_policy: &str) -> String {
         let mut instructions = String::new();
         for name in INSTRUCTION_FILES {
             if let Some(text) = files.read_plain(name, ReadLimit(32 * 1024)) {
@@ -164,6 +166,7 @@ impl Prompts {
             &[
                 ("instructions", instructions.trim_end()),
                 ("data_tag", &self.data_tag),
+                ("gate_policy", gate_policy),
             ],
         )
     }
@@ -417,12 +420,13 @@ mod tests {
         assert!(a.data_tag().starts_with("forge-data-") && a.data_tag().len() == 27);
         let dir = tempfile::tempdir().unwrap();
         let files = Files::open(dir.path()).unwrap();
-        let system = a.system(&files);
+        let system = a.system(&files, "GATE POLICY");
         assert!(
             system.contains(&format!("<{}>", a.data_tag()))
                 && system.contains(&format!("</{}>", a.data_tag())),
             "{system}"
         );
+        assert!(system.contains("\nGATE POLICY\n"), "{system}");
         std::fs::write(dir.path().join("system.txt"), "Be good. {instructions}\n").unwrap();
         let error = Prompts::load(Some(dir.path())).unwrap_err().to_string();
         assert!(error.contains("{data_tag}"), "{error}");
@@ -453,7 +457,7 @@ mod tests {
         std::fs::write(dir.path().join("AGENTS.md"), "Run `make check`.\n").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", dir.path().join("CLAUDE.md")).unwrap();
         let files = Files::open(dir.path()).unwrap();
-        let system = Prompts::load(None).unwrap().system(&files);
+        let system = Prompts::load(None).unwrap().system(&files, "GATE POLICY");
         assert!(
             system.contains("The repository's AGENTS.md says:"),
             "{system}"

@@ -48,6 +48,8 @@ pub struct Session<'a> {
     pub prompts: &'a Prompts,
     /// The task, as the first user message.
     pub task: String,
+    /// What the gate will hold, told in the system prompt.
+    pub gate_policy: String,
 }
 
 /// A session whose sandbox is up (between the agent's rounds, while the
@@ -74,7 +76,7 @@ impl<'a> Session<'a> {
             Ok((files, model)) => {
                 let conversation = Conversation::new(vec![
                     Message::System {
-                        content: self.prompts.system(&files),
+                        content: self.prompts.system(&files, &self.gate_policy),
                     },
                     Message::User {
                         content: std::mem::take(&mut self.task),

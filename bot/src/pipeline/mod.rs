@@ -37,7 +37,7 @@ use crate::job::{Command, Job, JobOutcome, JobResult, Task};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
-use orders::{Allowed, Order, Resolved};
+use orders::{Assignment, Resolved};
 use run::{JobRun, Steps};
 use status::StatusComment;
 use work::Done;
@@ -63,6 +63,8 @@ struct Failure {
     reason: Reason,
     message: String,
     retryable: bool,
+    /// The change the gate held, kept for a maintainer to release.
+    held: Option<Box<crate::job::HeldCommit>>,
 }
 
 impl Failure {
@@ -71,6 +73,7 @@ impl Failure {
             reason,
             message: message.into(),
             retryable: false,
+            held: None,
         }
     }
 
@@ -80,6 +83,7 @@ impl Failure {
             reason: Reason::ForgeError,
             message: error.to_string(),
             retryable,
+            held: None,
         }
     }
 
@@ -92,6 +96,7 @@ impl Failure {
             reason: Reason::Infra,
             message: message.to_string(),
             retryable: true,
+            held: None,
         }
     }
 }
@@ -195,14 +200,14 @@ impl JobHandler for Pipeline {
         {
             return self.stop(claimed, &cx, &*api, &repo, *comment_id).await;
         }
-        let (order, allowed) = match self.resolve(claimed, &cx).await? {
-            Resolved::Work { order, allowed } => (order, allowed),
+        let assignment = match self.resolve(claimed, &cx).await? {
             Resolved::Answer { reply, outcome } => {
                 api.create_comment(&repo, job.target, &reply)
                     .await
                     .map_err(forge_err)?;
                 return Ok(JobResult::new(outcome));
             }
+            Resolved::Do(assignment) => assignment,
         };
         let status = self.acknowledge(claimed, &*api, &repo).await?;
         let mut run = JobRun {
@@ -220,7 +225,7 @@ impl JobHandler for Pipeline {
         run.steps.done(stages::Stage::Authorized);
         // A stop drops the work where it is: the sandbox goes with it.
         let outcome = tokio::select! {
-            outcome = self.authorized_work(&mut run, &order, allowed) => outcome,
+            outcome = self.authorized_work(&mut run, assignment) => outcome,
             _ = cx.cancel.cancelled() => Err(Failure::stopped(
                 cx.stop_reason().unwrap_or("the node is shutting down"),
             )),
@@ -238,15 +243,17 @@ impl Pipeline {
     async fn authorized_work(
         &self,
         run: &mut JobRun<'_>,
-        order: &Order,
-        allowed: Allowed,
+        assignment: Assignment,
     ) -> Result<Done, Failure> {
         run.prompts =
             Prompts::load(self.config.agent.prompts_dir.as_deref()).map_err(Failure::infra)?;
         if let Some(key) = &self.config.model.api_key {
             run.secrets.push(("model.api_key".to_owned(), key.clone()));
         }
-        self.work(run, order, allowed).await
+        match assignment {
+            Assignment::Work { order, allowed } => self.work(run, &order, allowed).await,
+            Assignment::Release { order, held } => self.work_released(run, &order, *held).await,
+        }
     }
 
     /// `help`, and a command that could not be read: one reply, no work.
@@ -281,7 +288,7 @@ impl Pipeline {
         let resolved = orders::resolve(claimed, &*cx.ledger)
             .await
             .map_err(|e| JobError::retryable(e.to_string()))?;
-        if matches!(resolved, Resolved::Work { .. }) {
+        if matches!(resolved, Resolved::Do(_)) {
             let superseded = cx
                 .ledger
                 .supersede_waiting(&claimed.job.target_key(), claimed.id)
@@ -384,6 +391,8 @@ impl Pipeline {
             status::stopped(&failure.message)
         } else if failure.retryable && status.attempt().has_next() {
             status::retrying(status.attempt(), failure.reason, &failure.message)
+        } else if let (Some(held), Reason::Gate(reason)) = (&failure.held, failure.reason) {
+            status::held(reason, held)
         } else {
             status::failed(failure.reason, &failure.message)
         };
@@ -393,6 +402,7 @@ impl Pipeline {
             seconds: Some(run.started.elapsed().as_secs()),
             steps: run.steps.list.clone(),
             transcript: run.steps.transcript.clone(),
+            held: failure.held.as_deref().cloned(),
             ..JobResult::failed(failure.reason, Some(failure.message.clone()))
         };
         let id = run.claimed.id;

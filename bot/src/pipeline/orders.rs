@@ -3,7 +3,7 @@
 
 use forgehand_forge::ReviewState;
 
-use crate::job::{Command, JobOutcome, JobResult, Task};
+use crate::job::{Command, HeldCommit, HeldFor, JobOutcome, JobResult, Task};
 use crate::store::{CancelCause, ClaimedJob, JobLedger, JobState, StoreResult, TargetJob};
 
 use super::prepare::PlanStep;
@@ -36,6 +36,30 @@ pub(super) struct Allowed {
 }
 
 impl Allowed {
+    /// What `command` allows (nothing, for a command that allows nothing).
+    pub fn by(command: &Command) -> Self {
+        Allowed {
+            sensitive: matches!(command, Command::AllowSensitive),
+            destructive: matches!(command, Command::AllowDestructive),
+        }
+    }
+
+    /// Both allowances together.
+    fn and(self, other: Allowed) -> Allowed {
+        Allowed {
+            sensitive: self.sensitive || other.sensitive,
+            destructive: self.destructive || other.destructive,
+        }
+    }
+
+    /// Whether it allows what `held` was held for.
+    fn covers(self, held: HeldFor) -> bool {
+        match held {
+            HeldFor::Sensitive => self.sensitive,
+            HeldFor::Destructive => self.destructive,
+        }
+    }
+
     /// The operator's `policy`, widened by what was allowed.
     pub fn widen(self, mut policy: forgehand_gate::GatePolicy) -> forgehand_gate::GatePolicy {
         policy.allow_sensitive |= self.sensitive;
@@ -46,14 +70,25 @@ impl Allowed {
 
 /// A job, resolved.
 pub(super) enum Resolved {
-    Work {
-        order: Order,
-        allowed: Allowed,
-    },
+    Do(Assignment),
     /// Nothing to work on: one reply says why.
     Answer {
         reply: String,
         outcome: JobOutcome,
+    },
+}
+
+/// The work a resolved job does.
+pub(super) enum Assignment {
+    Work {
+        order: Order,
+        allowed: Allowed,
+    },
+    /// Push the change the gate held for `order`'s job, as it was kept:
+    /// everything it needs is allowed now.
+    Release {
+        order: Order,
+        held: Box<HeldCommit>,
     },
 }
 
@@ -68,34 +103,18 @@ pub(super) async fn resolve(claimed: &ClaimedJob, store: &dyn JobLedger) -> Stor
             ..
         } => retry(claimed, store, Allowed::default()).await,
         Task::Command {
-            command: Command::AllowSensitive,
+            command: command @ (Command::AllowSensitive | Command::AllowDestructive),
             ..
-        } => {
-            let allowed = Allowed {
-                sensitive: true,
-                ..Allowed::default()
-            };
-            retry(claimed, store, allowed).await
-        }
-        Task::Command {
-            command: Command::AllowDestructive,
-            ..
-        } => {
-            let allowed = Allowed {
-                destructive: true,
-                ..Allowed::default()
-            };
-            retry(claimed, store, allowed).await
-        }
+        } => allow(claimed, store, Allowed::by(command)).await,
         Task::Command {
             command: Command::Go,
             ..
         } => go(claimed, store).await,
         task => Ok(match order_for(task, job.on_pull_request) {
-            Some(order) => Resolved::Work {
+            Some(order) => Resolved::Do(Assignment::Work {
                 order,
                 allowed: Allowed::default(),
-            },
+            }),
             None => Resolved::Answer {
                 reply: replies::unsupported(job),
                 outcome: JobOutcome::Unsupported,
@@ -183,13 +202,81 @@ async fn retry(
     };
     match last.state {
         JobState::Failed | JobState::Dead | JobState::Cancelled => {
-            Ok(Resolved::Work { order, allowed })
+            Ok(Resolved::Do(Assignment::Work { order, allowed }))
         }
         state => Ok(Resolved::Answer {
             reply: replies::nothing_to_retry(job, last.id, state),
             outcome: JobOutcome::NothingToRetry,
         }),
     }
+}
+
+/// `allow-sensitive` or `allow-destructive`: the last work's held change
+/// pushed as it was kept, once everything it was held for is allowed (by
+/// this command and the ones answered since); the last failed work run
+/// again with the allowance when nothing was kept.
+async fn allow(
+    claimed: &ClaimedJob,
+    store: &dyn JobLedger,
+    allowed: Allowed,
+) -> StoreResult<Resolved> {
+    let job = &claimed.job;
+    let history = store.target_history(&job.target_key(), HISTORY).await?;
+    let Some((last, order)) = earlier_work(&history, claimed.id).next() else {
+        return Ok(Resolved::Answer {
+            reply: replies::nothing_to_retry_yet(job),
+            outcome: JobOutcome::NothingToRetry,
+        });
+    };
+    if !matches!(
+        last.state,
+        JobState::Failed | JobState::Dead | JobState::Cancelled
+    ) {
+        return Ok(Resolved::Answer {
+            reply: replies::nothing_to_retry(job, last.id, last.state),
+            outcome: JobOutcome::NothingToRetry,
+        });
+    }
+    let kept = last
+        .result
+        .as_ref()
+        .and_then(JobResult::from_value)
+        .and_then(|result| result.held);
+    let Some(held) = kept else {
+        return Ok(Resolved::Do(Assignment::Work { order, allowed }));
+    };
+    // What maintainers allowed since: commands answered as waiting for
+    // another allowance (a denied sender's command never got that far).
+    let given = history
+        .iter()
+        .filter(|j| j.id > last.id && j.id != claimed.id)
+        .filter(|j| {
+            j.result
+                .as_ref()
+                .and_then(JobResult::from_value)
+                .is_some_and(|r| r.outcome == JobOutcome::AwaitingAllowance)
+        })
+        .filter_map(|j| match &j.job.task {
+            Task::Command { command, .. } => Some(Allowed::by(command)),
+            _ => None,
+        })
+        .fold(allowed, Allowed::and);
+    let missing: Vec<HeldFor> = held
+        .held_for
+        .iter()
+        .copied()
+        .filter(|h| !given.covers(*h))
+        .collect();
+    if missing.is_empty() {
+        return Ok(Resolved::Do(Assignment::Release {
+            order,
+            held: Box::new(held),
+        }));
+    }
+    Ok(Resolved::Answer {
+        reply: replies::also_needed(job, last.id, &held, &missing),
+        outcome: JobOutcome::AwaitingAllowance,
+    })
 }
 
 async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved> {
@@ -210,12 +297,12 @@ async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved
         .filter(|j| j.state == JobState::Succeeded)
         .and_then(|j| JobResult::from_value(j.result.as_ref()?)?.plan);
     Ok(match plan {
-        Some(plan) => Resolved::Work {
+        Some(plan) => Resolved::Do(Assignment::Work {
             order: Order::Issue {
                 plan: PlanStep::Approved(plan),
             },
             allowed: Allowed::default(),
-        },
+        }),
         None => Resolved::Answer {
             reply: replies::no_plan(job),
             outcome: JobOutcome::NoPlan,

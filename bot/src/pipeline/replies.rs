@@ -68,3 +68,22 @@ pub fn unsupported(job: &Job) -> String {
         job.requested_by
     )
 }
+
+/// An allowance given for a held change that needs another one too.
+pub fn also_needed(
+    job: &Job,
+    held_by: i64,
+    held: &crate::job::HeldCommit,
+    missing: &[crate::job::HeldFor],
+) -> String {
+    let commands: Vec<String> = missing
+        .iter()
+        .map(|m| format!("`/forgehand {}`", m.command()))
+        .collect();
+    let short: String = held.commit.chars().take(10).collect();
+    format!(
+        "@{} noted. The change job {held_by} kept (commit `{short}`) also needs {} before I push it.",
+        job.requested_by,
+        commands.join(" and ")
+    )
+}

@@ -183,6 +183,45 @@ pub fn failed(reason: Reason, explanation: &str) -> String {
     out
 }
 
+/// The final form of a job whose change the gate held: what it found,
+/// the commit kept, and the commands that push exactly that commit.
+pub fn held(reason: forgehand_gate::RefusalReason, held: &crate::job::HeldCommit) -> String {
+    let mut out = format!(
+        "✋ Held for a maintainer: `{}`. {}, so I did not push it.\n",
+        reason.code(),
+        capitalized(reason.what())
+    );
+    let findings: Vec<&str> = held
+        .findings
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(20)
+        .collect();
+    if !findings.is_empty() {
+        out.push('\n');
+        for line in findings {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    let commands: Vec<String> = held
+        .held_for
+        .iter()
+        .map(|h| format!("`/forgehand {}`", h.command()))
+        .collect();
+    let saying = match commands.as_slice() {
+        [one] => one.clone(),
+        many => format!("{} (each of them, in any order)", many.join(" and ")),
+    };
+    let short: String = held.commit.chars().take(10).collect();
+    out.push_str(&format!(
+        "\nThe change is kept as commit `{short}`, on no branch the forge sees. Saying \
+         {saying} pushes exactly that commit and opens the pull request; the agent does not \
+         run again. `/forgehand retry` runs the job anew instead.\n"
+    ));
+    out
+}
+
 /// The final form of a job stopped on request.
 pub fn stopped(reason: &str) -> String {
     format!("⏹️ Stopped: `stopped`. {}\n", capitalized(reason))

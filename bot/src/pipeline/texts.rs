@@ -16,7 +16,7 @@ use super::stages::Stage;
 use super::status::{self, Attempt, PullRequestBody};
 use crate::agent::tools::{CommandRun, ThreadReply};
 use crate::environment::{By, EnvironmentReport, TestCommand, Testing};
-use crate::job::{Command, Job, Task};
+use crate::job::{Command, HeldCommit, HeldFor, Job, Task};
 use crate::reason::{Budget, EnvProblem, Reason};
 use crate::store::JobState;
 
@@ -179,6 +179,57 @@ fn the_status_comments_final_forms() {
 
     Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
     ");
+}
+
+fn held(held_for: Vec<HeldFor>) -> HeldCommit {
+    HeldCommit {
+        commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        reference: "refs/forgehand/held/12".into(),
+        branch: "forgehand/7-fix-add".into(),
+        base: "main".into(),
+        expected: None,
+        held_for,
+        title: "Fix add".into(),
+        summary: "It adds now.".into(),
+        files: vec!["calc.sh".into(), "Makefile".into()],
+        findings: "- sensitive: `Makefile` added (a build entry point)\n".into(),
+        testing: None,
+    }
+}
+
+#[test]
+fn the_status_comment_of_a_held_change() {
+    assert_snapshot!(
+        status::held(RefusalReason::Sensitive, &held(vec![HeldFor::Sensitive])),
+        @"
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+
+        - sensitive: `Makefile` added (a build entry point)
+
+        The change is kept as commit `0123456789`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+        "
+    );
+    assert_snapshot!(
+        status::held(
+            RefusalReason::Destructive,
+            &HeldCommit {
+                findings: "- sensitive: `Makefile` added (a build entry point)\n- destructive: the change deletes 2 of the 2 tracked files\n".into(),
+                ..held(vec![HeldFor::Destructive, HeldFor::Sensitive])
+            }
+        ),
+        @"
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+
+        - sensitive: `Makefile` added (a build entry point)
+        - destructive: the change deletes 2 of the 2 tracked files
+
+        The change is kept as commit `0123456789`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+        "
+    );
+    assert_snapshot!(
+        replies::also_needed(&job(Task::Assigned, false), 12, &held(vec![HeldFor::Destructive, HeldFor::Sensitive]), &[HeldFor::Destructive]),
+        @"@maintainer noted. The change job 12 kept (commit `0123456789`) also needs `/forgehand allow-destructive` before I push it."
+    );
 }
 
 /// The repository's own text (its setup's output, its declaration's

@@ -9,6 +9,7 @@ use super::stages::answer::Answer;
 use super::stages::Stage;
 use super::{Failure, Pipeline};
 use crate::environment::{EnvironmentReport, Prepared, Testing};
+use crate::job::HeldCommit;
 
 impl Pipeline {
     /// The stages of an authorized job, in order (see [`super::stages`]);
@@ -54,6 +55,23 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// A held change released: the order's work read again (its branch
+    /// and base as they were when the change was held), the kept commit
+    /// pushed, and the answer the job would have given then.
+    pub(super) async fn work_released(
+        &self,
+        run: &mut JobRun<'_>,
+        order: &Order,
+        held: HeldCommit,
+    ) -> Result<Done, Failure> {
+        let mut work = self.task(run, order).await?;
+        work.branch = held.branch.clone();
+        work.base = held.base.clone();
+        self.release(run, &held).await?;
+        run.steps.done(Stage::Released);
+        self.answer(run, Answer::released(work, held)).await
+    }
+
     /// The gate's policy for a job's work: the operator's for its
     /// repository, widened by what a maintainer allowed.
     pub(super) fn policy(&self, work: &Work, job: &crate::job::Job) -> forgehand_gate::GatePolicy {

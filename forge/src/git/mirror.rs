@@ -53,6 +53,37 @@ impl MirrorCache {
         url: &str,
         credentials: &Credentials,
     ) -> Result<Mirror, TransportError> {
+        let mirror = self.open(key)?;
+        retry::retried(&self.retry, GitCall::Fetch, url, || {
+            transport::fetch(&mirror.repo, url, &MIRROR_REFSPECS, credentials)
+        })?;
+        Ok(mirror)
+    }
+
+    /// Keeps the commit `local_ref` of the repository at `git_dir` (a
+    /// job's, on this host) in the mirror of `key`, at `reference`
+    /// (`refs/forgehand/held/<job>`): outside what the mirror fetches, so
+    /// later fetches leave it, and no pull request or CI sees it.
+    pub fn keep(
+        &self,
+        key: &str,
+        git_dir: &Path,
+        local_ref: &str,
+        reference: &str,
+    ) -> Result<(), TransportError> {
+        if !reference.starts_with(HELD_PREFIX) {
+            return Err(TransportError::Git(git2::Error::from_str(&format!(
+                "{reference} is not under {HELD_PREFIX}"
+            ))));
+        }
+        let mirror = self.open(key)?;
+        let mut remote = mirror.repo.remote_anonymous(&git_dir.to_string_lossy())?;
+        remote.fetch(&[format!("+{local_ref}:{reference}")], None, None)?;
+        Ok(())
+    }
+
+    /// The mirror of `key`, locked, made empty the first time.
+    fn open(&self, key: &str) -> Result<Mirror, TransportError> {
         transport::isolate_from_host_config();
         let valid = !key.is_empty()
             && key.split('/').all(|part| {
@@ -82,9 +113,6 @@ impl MirrorCache {
             let _ = std::fs::remove_dir_all(&path);
             git2::Repository::init_bare(&path)?
         };
-        retry::retried(&self.retry, GitCall::Fetch, url, || {
-            transport::fetch(&repo, url, &MIRROR_REFSPECS, credentials)
-        })?;
         Ok(Mirror {
             path,
             repo,
@@ -94,6 +122,14 @@ impl MirrorCache {
 }
 
 const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"];
+
+/// Where held commits are kept in a mirror, one ref per job.
+pub const HELD_PREFIX: &str = "refs/forgehand/held/";
+
+/// The ref a job's held commit is kept at.
+pub fn held_ref(job: i64) -> String {
+    format!("{HELD_PREFIX}{job}")
+}
 
 impl Mirror {
     /// A local repository standing in for a mirror (`forgehand run`):
@@ -190,6 +226,11 @@ impl Mirror {
         std::fs::copy(index, git_dir.join("index"))
             .map_err(|e| git2::Error::from_str(&format!("cannot copy the index: {e}")))?;
         Ok(repo)
+    }
+
+    /// The commit kept at `reference` ([`MirrorCache::keep`]).
+    pub fn held_commit(&self, reference: &str) -> Result<git2::Oid, git2::Error> {
+        Ok(self.repo.find_reference(reference)?.peel_to_commit()?.id())
     }
 
     /// The commit `branch` points at in the mirror.

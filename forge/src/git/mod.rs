@@ -12,7 +12,7 @@ pub mod transport;
 pub use checkout::{
     working_copy_differs, Checkout, CheckoutError, CheckoutLimits, Checkouts, Differs,
 };
-pub use mirror::{branch_name, CopyStrategy, Mirror, MirrorCache};
-pub use publish::{push_branch, push_branch_with, PushError, PushRequest};
+pub use mirror::{branch_name, held_ref, CopyStrategy, Mirror, MirrorCache, HELD_PREFIX};
+pub use publish::{push_branch, push_branch_with, push_ref, PushError, PushRequest};
 pub use retry::GitCall;
 pub use transport::{Credentials, TransportError};

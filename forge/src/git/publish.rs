@@ -71,6 +71,28 @@ pub fn push_branch_with(
     credentials: &Credentials,
     policy: &RetryPolicy,
 ) -> Result<(), PushError> {
+    let local = format!("refs/heads/{}", request.branch);
+    push_ref_with(repo, &local, request, credentials, policy)
+}
+
+/// [`push_branch`] of what the local ref `local` holds (a held commit
+/// kept in the mirror, say) instead of the local branch of that name.
+pub fn push_ref(
+    repo: &Repository,
+    local: &str,
+    request: &PushRequest<'_>,
+    credentials: &Credentials,
+) -> Result<(), PushError> {
+    push_ref_with(repo, local, request, credentials, &RetryPolicy::default())
+}
+
+fn push_ref_with(
+    repo: &Repository,
+    local: &str,
+    request: &PushRequest<'_>,
+    credentials: &Credentials,
+    policy: &RetryPolicy,
+) -> Result<(), PushError> {
     let branch = request.branch;
     if branch == request.default_branch {
         return Err(PushError::DefaultBranch {
@@ -85,7 +107,7 @@ pub fn push_branch_with(
     }
     let full = format!("refs/heads/{branch}");
     let ours = repo
-        .refname_to_id(&full)
+        .refname_to_id(local)
         .map_err(|error| PushError::NoCommit {
             branch: branch.into(),
             error,
@@ -107,7 +129,7 @@ pub fn push_branch_with(
         transport::push(
             repo,
             request.url,
-            &[&format!("+{full}:{full}")],
+            &[&format!("+{local}:{full}")],
             credentials,
         )?;
         Ok(Pushed::Now)

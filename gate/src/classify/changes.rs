@@ -43,7 +43,7 @@ pub fn working_changes(repo: &Repository) -> Result<Vec<PathChange>, git2::Error
         let path = new
             .path()
             .or(old.path())
-            .map(|p| crate::integrity::shown(p))
+            .map(crate::integrity::shown)
             .unwrap_or_default();
         out.push(PathChange {
             path,
@@ -71,14 +71,14 @@ pub struct WorkingContents<'r> {
 }
 
 impl Contents for WorkingContents<'_> {
-    fn old(&self, path: &str) -> Option<Vec<u8>> {
+    fn before(&self, path: &str) -> Option<Vec<u8>> {
         let tree = self.repo.head().ok()?.peel_to_tree().ok()?;
         let entry = tree.get_path(Path::new(path)).ok()?;
         let blob = self.repo.find_blob(entry.id()).ok()?;
         (blob.size() as u64 <= MAX_READ).then(|| blob.content().to_vec())
     }
 
-    fn new(&self, path: &str) -> Option<Vec<u8>> {
+    fn after(&self, path: &str) -> Option<Vec<u8>> {
         let full = self.tree.join(path);
         let meta = std::fs::symlink_metadata(&full).ok()?;
         if !meta.is_file() || meta.size() > MAX_READ {
@@ -92,4 +92,36 @@ impl Contents for WorkingContents<'_> {
             .ok()?;
         Some(bytes)
     }
+}
+
+/// `path` (relative to the tree's root) as a change of the working tree
+/// against `HEAD`, for `forgehand gate explain`: modes from `HEAD`'s
+/// entry and from the file as it is (a link not followed); a path in
+/// neither is taken as a new regular file, judged by its name. `None`
+/// for a directory.
+pub fn change_of(repo: &Repository, tree: &Path, path: &str) -> Option<PathChange> {
+    let old_mode = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_tree().ok())
+        .and_then(|t| t.get_path(Path::new(path)).ok())
+        .map(|entry| entry.filemode() as u32);
+    let new_mode = match std::fs::symlink_metadata(tree.join(path)) {
+        Ok(meta) if meta.is_dir() => return None,
+        Ok(meta) if meta.file_type().is_symlink() => Some(0o120000),
+        Ok(meta) if meta.mode() & 0o111 != 0 => Some(0o100755),
+        Ok(_) => Some(0o100644),
+        Err(_) => None,
+    };
+    let (status, new_mode) = match (old_mode, new_mode) {
+        (Some(_), Some(_)) => (Status::Modified, new_mode),
+        (Some(_), None) => (Status::Deleted, None),
+        (None, _) => (Status::Added, new_mode.or(Some(0o100644))),
+    };
+    Some(PathChange {
+        path: path.to_owned(),
+        status,
+        old_mode,
+        new_mode,
+    })
 }

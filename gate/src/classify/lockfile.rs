@@ -31,10 +31,10 @@ pub fn judge(name: &str, change: &PathChange, contents: &dyn Contents) -> Result
         let bytes = bytes.filter(|b| b.len() <= MAX_BYTES)?;
         String::from_utf8(bytes).ok()
     };
-    let Some(new) = read(contents.new(&change.path)) else {
+    let Some(new) = read(contents.after(&change.path)) else {
         return Err(Held::Lockfile(Vec::new()));
     };
-    let Some(old) = read(contents.old(&change.path)) else {
+    let Some(old) = read(contents.before(&change.path)) else {
         return Err(Held::Lockfile(Vec::new()));
     };
     let (before, after) = (sources(name, &old), sources(name, &new));
@@ -81,10 +81,10 @@ mod tests {
 
     struct Two(String, String);
     impl Contents for Two {
-        fn old(&self, _: &str) -> Option<Vec<u8>> {
+        fn before(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.0.clone().into_bytes())
         }
-        fn new(&self, _: &str) -> Option<Vec<u8>> {
+        fn after(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.1.clone().into_bytes())
         }
     }

@@ -35,9 +35,9 @@ pub fn judge(
     // dependencies is not).
     let old = match change.status {
         Status::Added => Some(Json::Object(serde_json::Map::new())),
-        _ => parse(contents.old(&change.path)),
+        _ => parse(contents.before(&change.path)),
     };
-    let (Some(old), Some(new)) = (old, parse(contents.new(&change.path))) else {
+    let (Some(old), Some(new)) = (old, parse(contents.after(&change.path))) else {
         return Err(Held::Manifest(Vec::new()));
     };
     let mut changed = Vec::new();
@@ -123,10 +123,10 @@ mod tests {
 
     struct Two(&'static str, &'static str);
     impl Contents for Two {
-        fn old(&self, _: &str) -> Option<Vec<u8>> {
+        fn before(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.0.as_bytes().to_vec())
         }
-        fn new(&self, _: &str) -> Option<Vec<u8>> {
+        fn after(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.1.as_bytes().to_vec())
         }
     }

@@ -17,6 +17,7 @@ pub mod known;
 pub mod lockfile;
 pub mod manifest;
 pub mod names;
+pub mod policy;
 pub mod repository;
 
 use std::fmt;
@@ -52,8 +53,8 @@ pub enum Status {
 /// (manifests, lockfiles); `None` where the file is not (or is larger
 /// than the gate reads).
 pub trait Contents {
-    fn old(&self, path: &str) -> Option<Vec<u8>>;
-    fn new(&self, path: &str) -> Option<Vec<u8>>;
+    fn before(&self, path: &str) -> Option<Vec<u8>>;
+    fn after(&self, path: &str) -> Option<Vec<u8>>;
 }
 
 /// Why a path is ordinary.

@@ -2,10 +2,10 @@ use super::*;
 
 struct NoContents;
 impl Contents for NoContents {
-    fn old(&self, _: &str) -> Option<Vec<u8>> {
+    fn before(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
-    fn new(&self, _: &str) -> Option<Vec<u8>> {
+    fn after(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
 }

@@ -709,6 +709,29 @@ pub fn markdown_table() -> String {
     out
 }
 
+/// Whether the catalogue held a change to `rel` with these two versions
+/// (`None` where the file is not): the boundary before the allow-list
+/// (issue 25), kept for measuring the allow-list against it
+/// (`gate/examples/friction.rs`).
+pub fn catalogue_holds(rel: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> bool {
+    let Some(rule) = rule_for(rel) else {
+        return false;
+    };
+    match rule.watch {
+        Watch::WholeFile => true,
+        Watch::Keys(selectors) => match (old, new) {
+            (Some(old), Some(new)) => {
+                let (a, b) = (
+                    super::keys::select(old, selectors),
+                    super::keys::select(new, selectors),
+                );
+                a != b || a == super::keys::Keys::Unparsable || b == super::keys::Keys::Unparsable
+            }
+            _ => true,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,28 +793,5 @@ mod tests {
             coded.len(),
             "rows in docs vs code; the table in code is:\n{code}"
         );
-    }
-}
-
-/// Whether the catalogue held a change to `rel` with these two versions
-/// (`None` where the file is not): the boundary before the allow-list
-/// (issue 25), kept for measuring the allow-list against it
-/// (`gate/examples/friction.rs`).
-pub fn catalogue_holds(rel: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> bool {
-    let Some(rule) = rule_for(rel) else {
-        return false;
-    };
-    match rule.watch {
-        Watch::WholeFile => true,
-        Watch::Keys(selectors) => match (old, new) {
-            (Some(old), Some(new)) => {
-                let (a, b) = (
-                    super::keys::select(old, selectors),
-                    super::keys::select(new, selectors),
-                );
-                a != b || a == super::keys::Keys::Unparsable || b == super::keys::Keys::Unparsable
-            }
-            _ => true,
-        },
     }
 }

@@ -178,14 +178,18 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     report.test_command = test.clone();
     report.included_uncommitted = included;
     if let Some(commit) = &report.commit {
-        // The branch goes into the user's repository.
+        // The branch goes into the user's repository; a held change to a
+        // ref of its own, on no branch.
+        let (from, to) = match &report.held {
+            Some(held) => (gate::HELD_REF.to_owned(), held.clone()),
+            None => (
+                format!("refs/heads/{branch}"),
+                format!("refs/heads/{branch}"),
+            ),
+        };
         let mut remote = source.repo.remote_anonymous(&git_dir.to_string_lossy())?;
         remote
-            .fetch(
-                &[format!("+refs/heads/{branch}:refs/heads/{branch}")],
-                None,
-                None,
-            )
+            .fetch(&[format!("+{from}:{to}")], None, None)
             .context("bringing the branch into the repository")?;
         let new = source.repo.find_commit(git2::Oid::from_str(commit)?)?;
         let old = source.repo.find_commit(base_commit)?;
@@ -208,7 +212,9 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
             true
         })?;
         report.diff = text;
-        report.branch = Some(branch);
+        if report.held.is_none() {
+            report.branch = Some(branch);
+        }
     }
     Ok(report)
 }
@@ -380,6 +386,10 @@ impl Run<'_> {
             spec: self.layered.spec(&self.config.sandbox),
             task: prompts.render("local_task.txt", &[("task", &self.args.task)]),
             prompts: &prompts,
+            gate_policy: gate::classify::policy::for_agent(
+                self.rules,
+                self.policy().max_removed_share,
+            ),
         };
         transcript.record("task", serde_json::json!({ "task": self.args.task }));
         let mut started = session.start().await?;
@@ -487,6 +497,25 @@ impl Run<'_> {
             Err(DeliverError::Refused(refusal)) => {
                 report.reason = Some(Reason::Gate(refusal.reason));
                 report.message = Some(refusal.to_string());
+            }
+            Err(DeliverError::Held { refusal, commit }) => {
+                // Kept for the person who ran it to look at and take; the
+                // options that allow it say so up front next time.
+                let kept = format!("refs/forgehand/held/{}", self.branch);
+                let options: Vec<String> = refusal
+                    .commands()
+                    .iter()
+                    .map(|c| format!("--{c}"))
+                    .collect();
+                report.reason = Some(Reason::Gate(refusal.reason));
+                report.message = Some(format!(
+                    "{refusal}\nThe change is kept as commit {commit} at {kept}: \
+                     `git branch <name> {kept}` takes it as it is; {} commits it on a branch \
+                     next time.",
+                    options.join(" ")
+                ));
+                report.held = Some(kept);
+                report.commit = Some(commit.to_string());
             }
             Err(other) => return Err(other.into()),
         }

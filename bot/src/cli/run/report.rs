@@ -60,6 +60,9 @@ pub struct RunReport {
     pub message: Option<String>,
     pub branch: Option<String>,
     pub commit: Option<String>,
+    /// The change the gate held, committed and kept in the repository at
+    /// this ref (on no branch), for a person to look at and take.
+    pub held: Option<String>,
     pub diff_stat: Option<String>,
     pub turns: u32,
     pub tool_calls: u32,
@@ -128,6 +131,7 @@ impl RunReport {
             message,
             branch: None,
             commit: None,
+            held: None,
             diff_stat: None,
             turns: 0,
             tool_calls: 0,
@@ -241,6 +245,13 @@ fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Res
         writeln!(
             out,
             "branch:     {branch} ({})",
+            report.commit.as_deref().unwrap_or("")
+        )?;
+    }
+    if let Some(held) = &report.held {
+        writeln!(
+            out,
+            "held:       {held} ({})",
             report.commit.as_deref().unwrap_or("")
         )?;
     }

@@ -57,6 +57,10 @@ impl Pipeline {
             spec: copy.layered.spec(&self.config.sandbox),
             prompts: &prompts,
             task: work.prompt.clone(),
+            gate_policy: forgehand_gate::classify::policy::for_agent(
+                &copy.rules,
+                self.policy(work, run.job()).max_removed_share,
+            ),
         };
         let mut started = session.start().await.map_err(Failure::infra)?;
         run.steps.done(Stage::Sandbox);

@@ -13,12 +13,16 @@
 //! 6. [`answer`]: the commit's status, then the replies in the review
 //!    threads or the pull request.
 //!
+//! A held change, once a maintainer allows it, goes through [`release`]
+//! (its kept commit pushed) straight to [`answer`].
+//!
 //! Each takes what the one before it made, typed, and nothing else.
 
 pub(super) mod agent;
 pub(super) mod answer;
 pub(super) mod environment;
 pub(super) mod publish;
+pub(super) mod release;
 pub(super) mod working_copy;
 
 /// A job's stages as the job's recorded steps and the status comment's
@@ -38,6 +42,8 @@ pub enum Stage {
     Replies,
     /// An earlier attempt had pushed this job's commit.
     Resumed,
+    /// A held change pushed as it was kept, the agent not run again.
+    Released,
 }
 
 impl Stage {
@@ -67,6 +73,7 @@ impl Stage {
             Stage::PullRequest => "pull request",
             Stage::Replies => "replies",
             Stage::Resumed => "resumed after the push",
+            Stage::Released => "held change released",
         }
     }
 }

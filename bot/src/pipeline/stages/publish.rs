@@ -3,8 +3,10 @@
 //! the pull request: a secret in it is replaced by a marker first, and the
 //! gate checks the message again.
 
-use forgehand_forge::git::{push_branch, PushError, PushRequest};
-use forgehand_gate::{deliver, Checks, CommitRequest, DeliverError, SecretScanner};
+use forgehand_forge::git::{held_ref, push_branch, MirrorCache, PushError, PushRequest};
+use forgehand_gate::{
+    deliver, Checks, CommitRequest, DeliverError, RefusalReason, SecretScanner, HELD_REF,
+};
 
 use super::super::run::JobRun;
 use super::super::work::Work;
@@ -12,6 +14,8 @@ use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::working_copy::WorkingCopy;
 use super::Stage;
+use crate::environment::Testing;
+use crate::job::{HeldCommit, HeldFor};
 use crate::reason::Reason;
 
 /// A pushed commit and what the pull request says of it.
@@ -41,96 +45,212 @@ impl Pipeline {
         run.progress(Stage::Publish).await;
         let claimed = run.claimed;
         let job = &claimed.job;
-        let policy = self.policy(work, job);
         let scanner = SecretScanner::new(run.secrets.iter().cloned());
         let title = scanner.redact(&finished.title).text;
         let summary = scanner.redact(&finished.summary).text;
-        let identity = self.config.git.identity();
-        let prefix = self.config.git.branch_prefix().to_owned();
-        let (requested_by, job_id) = (job.requested_by.clone(), claimed.id);
-        let co_author_email = self.config.co_author_email(job.forge, &requested_by);
-        let (branch, base) = (work.branch.clone(), work.base.clone());
-        let message = format!("{title}\n\n{summary}");
-        let delivered = tokio::task::spawn_blocking(move || {
-            let WorkingCopy {
-                job_dir,
-                url,
-                credentials,
-                expected,
-                before,
-                rules,
-                ..
-            } = copy;
-            let repo = git2::Repository::open(job_dir.git_dir()).map_err(Failure::infra)?;
-            let delivery = deliver(
-                &repo,
-                Checks {
-                    before: &before,
-                    scanner: &scanner,
-                    policy,
-                    rules: &rules,
-                },
-                &identity,
-                &CommitRequest {
-                    message: &message,
-                    co_author: Some((&requested_by, &co_author_email)),
-                    job: job_id,
-                },
-                Some(&|repo| {
-                    let request = PushRequest {
-                        url: &url,
-                        branch: &branch,
-                        default_branch: &base,
-                        prefix: &prefix,
-                        expected,
-                    };
-                    push_branch(repo, &request, &credentials)
-                }),
-            )
-            .map_err(failure)?;
-            let Some(commit) = delivery.commit else {
-                return Err(Failure::new(
-                    Reason::NoChanges,
-                    "the agent finished without changing anything",
-                ));
-            };
-            let files = changed_files(&repo, commit).map_err(Failure::infra)?;
-            let ignored = crate::environment::ignored_paths(&repo).map_err(Failure::infra)?;
-            Ok((
-                commit.to_string(),
-                files,
-                delivery.cleared.report.to_markdown(),
-                delivery.cleared.report.left_out_markdown(),
-                ignored,
-            ))
-            // The job directory goes here, its file system unmounted.
-        })
-        .await
-        .map_err(Failure::infra)??;
-        let (commit, files, findings, left_out, ignored) = delivered;
+        let requested_by = job.requested_by.clone();
+        let delivering = Delivering {
+            policy: self.policy(work, job),
+            identity: self.config.git.identity(),
+            prefix: self.config.git.branch_prefix().to_owned(),
+            co_author_email: self.config.co_author_email(job.forge, &requested_by),
+            requested_by,
+            job_id: claimed.id,
+            branch: work.branch.clone(),
+            base: work.base.clone(),
+            message: format!("{title}\n\n{summary}"),
+            mirrors: MirrorCache::new(self.config.git.mirror_dir.clone()),
+        };
+        let delivered = tokio::task::spawn_blocking(move || delivering.run(copy, &scanner))
+            .await
+            .map_err(Failure::infra)?;
+        let delivered = match delivered {
+            Ok(delivered) => delivered,
+            Err(Undelivered::Failed(failure)) => return Err(failure),
+            Err(Undelivered::Held(held)) => {
+                return Err(held.failure(title, summary, finished.testing.clone()))
+            }
+        };
         run.steps.done(Stage::Publish);
         Ok(Published {
-            commit,
-            files,
-            findings,
-            ignored,
-            left_out,
+            commit: delivered.commit,
+            files: delivered.files,
+            findings: delivered.findings,
+            ignored: delivered.ignored,
+            left_out: delivered.left_out,
             title,
             summary,
         })
     }
 }
 
+/// What the blocking part of [`Pipeline::publish`] works with.
+struct Delivering {
+    policy: forgehand_gate::GatePolicy,
+    identity: forgehand_gate::BotIdentity,
+    prefix: String,
+    requested_by: String,
+    co_author_email: String,
+    job_id: i64,
+    branch: String,
+    base: String,
+    message: String,
+    mirrors: MirrorCache,
+}
+
+/// What the gate cleared and the push sent.
+struct Delivered {
+    commit: String,
+    files: Vec<String>,
+    findings: String,
+    left_out: String,
+    ignored: Vec<String>,
+}
+
+enum Undelivered {
+    Failed(Failure),
+    /// Committed and kept for a maintainer, not pushed.
+    Held(Box<Kept>),
+}
+
+impl From<Failure> for Undelivered {
+    fn from(failure: Failure) -> Self {
+        Undelivered::Failed(failure)
+    }
+}
+
+/// A held commit, kept in the mirror.
+struct Kept {
+    refusal: forgehand_gate::Refusal,
+    commit: String,
+    reference: String,
+    branch: String,
+    base: String,
+    expected: Option<String>,
+    files: Vec<String>,
+}
+
+impl Kept {
+    /// The job's failure, carrying what a maintainer's command releases.
+    fn failure(self, title: String, summary: String, testing: Testing) -> Failure {
+        let held_for = self
+            .refusal
+            .needs
+            .iter()
+            .filter_map(|n| match n {
+                RefusalReason::Sensitive => Some(HeldFor::Sensitive),
+                RefusalReason::Destructive => Some(HeldFor::Destructive),
+                _ => None,
+            })
+            .collect();
+        Failure {
+            reason: Reason::Gate(self.refusal.reason),
+            message: self.refusal.to_string(),
+            retryable: false,
+            held: Some(Box::new(HeldCommit {
+                commit: self.commit,
+                reference: self.reference,
+                branch: self.branch,
+                base: self.base,
+                expected: self.expected,
+                held_for,
+                title,
+                summary,
+                files: self.files,
+                findings: self.refusal.report.to_markdown(),
+                testing: Some(testing),
+            })),
+        }
+    }
+}
+
+impl Delivering {
+    fn run(self, copy: WorkingCopy, scanner: &SecretScanner) -> Result<Delivered, Undelivered> {
+        let WorkingCopy {
+            job_dir,
+            url,
+            credentials,
+            expected,
+            before,
+            rules,
+            mirror_key,
+            ..
+        } = copy;
+        let repo = git2::Repository::open(job_dir.git_dir()).map_err(Failure::infra)?;
+        let delivery = deliver(
+            &repo,
+            Checks {
+                before: &before,
+                scanner,
+                policy: self.policy,
+                rules: &rules,
+            },
+            &self.identity,
+            &CommitRequest {
+                message: &self.message,
+                co_author: Some((&self.requested_by, &self.co_author_email)),
+                job: self.job_id,
+            },
+            Some(&|repo| {
+                let request = PushRequest {
+                    url: &url,
+                    branch: &self.branch,
+                    default_branch: &self.base,
+                    prefix: &self.prefix,
+                    expected,
+                };
+                push_branch(repo, &request, &credentials)
+            }),
+        );
+        let delivery = match delivery {
+            Ok(delivery) => delivery,
+            Err(DeliverError::Held { refusal, commit }) => {
+                // Kept where the job directory's removal cannot take it.
+                let reference = held_ref(self.job_id);
+                self.mirrors
+                    .keep(&mirror_key, &job_dir.git_dir(), HELD_REF, &reference)
+                    .map_err(Failure::infra)?;
+                return Err(Undelivered::Held(Box::new(Kept {
+                    refusal: *refusal,
+                    commit: commit.to_string(),
+                    reference,
+                    files: changed_files(&repo, commit).map_err(Failure::infra)?,
+                    branch: self.branch,
+                    base: self.base,
+                    expected: expected.map(|e| e.to_string()),
+                })));
+            }
+            Err(error) => return Err(failure(error).into()),
+        };
+        let Some(commit) = delivery.commit else {
+            return Err(Failure::new(
+                Reason::NoChanges,
+                "the agent finished without changing anything",
+            )
+            .into());
+        };
+        Ok(Delivered {
+            commit: commit.to_string(),
+            files: changed_files(&repo, commit).map_err(Failure::infra)?,
+            findings: delivery.cleared.report.to_markdown(),
+            left_out: delivery.cleared.report.left_out_markdown(),
+            ignored: crate::environment::ignored_paths(&repo).map_err(Failure::infra)?,
+        })
+        // The job directory goes here, its file system unmounted.
+    }
+}
+
 /// Why the delivery failed, as the job says it.
 fn failure(error: DeliverError<PushError>) -> Failure {
     match error {
-        DeliverError::Refused(refusal) => {
+        DeliverError::Refused(refusal) | DeliverError::Held { refusal, .. } => {
             Failure::new(Reason::Gate(refusal.reason), refusal.to_string())
         }
         DeliverError::Push(push) => Failure {
             reason: Reason::ForgeError,
             retryable: push.worth_another_attempt(),
             message: push.to_string(),
+            held: None,
         },
         other => Failure::infra(other),
     }

@@ -43,6 +43,8 @@ pub(in crate::pipeline) struct Source {
     /// agent changed).
     pub base_checkout: Option<Checkout>,
     mirror: PathBuf,
+    /// The mirror's name in the cache (`github/owner/name`).
+    mirror_key: String,
     /// What the base commit declares of its environment, and its key.
     pub declared: Result<Option<(Declared, EnvKey)>, DeclareError>,
     /// The repository's own `[gate]` rules, from the base commit.
@@ -66,6 +68,8 @@ pub(in crate::pipeline) struct WorkingCopy {
     pub expected: Option<git2::Oid>,
     pub before: gate::Snapshot,
     pub rules: forgehand_gate::RepoRules,
+    /// The mirror's name in the cache: a held commit is kept there.
+    pub mirror_key: String,
 }
 
 /// This job's commit, pushed by an earlier attempt.
@@ -86,30 +90,10 @@ impl Pipeline {
         run: &mut JobRun<'_>,
         work: &Work,
     ) -> Result<Source, Failure> {
-        let (claimed, repo) = (run.claimed, run.repo);
+        let (url, credentials) = self.git_access(run).await?;
+        let claimed = run.claimed;
         let job = &claimed.job;
-        let url = job.repo.clone_url.clone().ok_or_else(|| {
-            Failure::new(
-                Reason::ForgeError,
-                "the webhook named no clone URL for the repository",
-            )
-        })?;
-        let (username, token) = run
-            .api
-            .git_credentials(repo)
-            .await
-            .map_err(Failure::forge)?;
-        // The credential the forge gave this job (an App's installation
-        // token is in no configuration): kept out of what leaves.
-        run.secrets.push(("forge token".to_owned(), token.clone()));
-        crate::redaction::know([("forge token".to_owned(), token.clone())]);
-        let credentials = Credentials::Token { username, token };
-        // Mirrors and checkouts hold the repository's code: for
-        // Forgehand's user alone.
-        for dir in [&self.config.git.mirror_dir, &self.config.git.work_dir] {
-            crate::private::dir(dir).map_err(Failure::infra)?;
-        }
-        let key = format!("{}/{}/{}", job.forge.as_str(), repo.owner, repo.name);
+        let key = mirror_key(run);
         let fetching = Fetching {
             mirrors: MirrorCache::new(self.config.git.mirror_dir.clone()),
             checkouts: Checkouts::new(self.config.git.work_dir.join("checkouts")).with_limits(
@@ -134,6 +118,36 @@ impl Pipeline {
             .map_err(Failure::infra)??;
         run.steps.done(Stage::WorkingCopy);
         Ok(source)
+    }
+
+    /// The repository's URL and the credentials the forge gives this
+    /// job for it, with the directories that will hold its code made
+    /// private.
+    pub(in crate::pipeline) async fn git_access(
+        &self,
+        run: &mut JobRun<'_>,
+    ) -> Result<(String, Credentials), Failure> {
+        let url = run.job().repo.clone_url.clone().ok_or_else(|| {
+            Failure::new(
+                Reason::ForgeError,
+                "the webhook named no clone URL for the repository",
+            )
+        })?;
+        let (username, token) = run
+            .api
+            .git_credentials(run.repo)
+            .await
+            .map_err(Failure::forge)?;
+        // The credential the forge gave this job (an App's installation
+        // token is in no configuration): kept out of what leaves.
+        run.secrets.push(("forge token".to_owned(), token.clone()));
+        crate::redaction::know([("forge token".to_owned(), token.clone())]);
+        // Mirrors and checkouts hold the repository's code: for
+        // Forgehand's user alone.
+        for dir in [&self.config.git.mirror_dir, &self.config.git.work_dir] {
+            crate::private::dir(dir).map_err(Failure::infra)?;
+        }
+        Ok((url, Credentials::Token { username, token }))
     }
 
     /// The job's working copy over `source` and the environment: its
@@ -181,8 +195,19 @@ impl Pipeline {
             expected: source.expected,
             before,
             rules: source.rules,
+            mirror_key: source.mirror_key,
         })
     }
+}
+
+/// The job's repository's mirror, by name in the cache.
+pub(in crate::pipeline) fn mirror_key(run: &JobRun<'_>) -> String {
+    format!(
+        "{}/{}/{}",
+        run.job().forge.as_str(),
+        run.repo.owner,
+        run.repo.name
+    )
 }
 
 /// The working copy must hold the commit's files before the agent sees
@@ -228,6 +253,7 @@ fn checkout_failure(error: forgehand_forge::git::CheckoutError) -> Failure {
         reason: Reason::ForgeError,
         message: error.to_string(),
         retryable: true,
+        held: None,
     }
 }
 
@@ -253,6 +279,7 @@ impl Fetching {
             reason: Reason::ForgeError,
             message,
             retryable,
+            held: None,
         };
         // Retried within the call; what is left is worth another attempt
         // only if waiting could fix it (not refused credentials, say).
@@ -310,6 +337,7 @@ impl Fetching {
             checkout,
             base_checkout,
             mirror: mirror.path.clone(),
+            mirror_key: self.key,
             declared,
             rules,
         })

@@ -1,0 +1,224 @@
+//! A change the gate holds, released by a maintainer, as stories against
+//! the real `forgehand serve` fed by the fake forges: the held commit is
+//! kept on the host, nothing is pushed, the status comment names the
+//! commit and the command; the command pushes that very commit and opens
+//! the pull request, and the model is not called again (issue 25).
+
+use forgehand_tests::fake_forge::Kind;
+use forgehand_tests::model_server::Step;
+use forgehand_tests::story::{only, Story, MAINTAINER, OUTSIDER, STATUS_MARKER};
+use serde_json::{json, Value};
+
+/// The fix, and a CI workflow nobody asked for: held as sensitive.
+fn fix_with_a_workflow() -> Vec<Step> {
+    vec![
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "$(($1 - $2))", "new_string": "$(($1 + $2))"}),
+        ),
+        Step::call(
+            "write_file",
+            json!({"path": ".github/workflows/ci.yml", "content": "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: sh test.sh\n"}),
+        ),
+        Step::finish(
+            "`add` now adds; CI runs the tests.",
+            "Fix add, run the tests in CI",
+        ),
+    ]
+}
+
+/// Every file removed and a Makefile written: held as destructive and
+/// as sensitive.
+fn make_instead() -> Vec<Step> {
+    vec![
+        Step::call("bash", json!({"command": "rm calc.sh test.sh"})),
+        Step::call(
+            "write_file",
+            json!({"path": "Makefile", "content": "test:\n\tsh test.sh\n"}),
+        ),
+        Step::finish("Replaced the scripts with a Makefile.", "Use make"),
+    ]
+}
+
+/// The bot's status comments on `number`, oldest first, without marker.
+fn statuses(story: &Story, number: u64) -> Vec<String> {
+    story
+        .bot_comments(number)
+        .into_iter()
+        .filter(|c| c.contains(STATUS_MARKER))
+        .map(|c| c.split(STATUS_MARKER).next().unwrap().trim_end().to_owned())
+        .collect()
+}
+
+/// The held job's kept commit, from its record.
+fn held_commit(job: &Value) -> String {
+    job["result"]["held"]["commit"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the job keeps its held commit: {job:#}"))
+        .to_owned()
+}
+
+async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
+    let story = Story::start(kind, fix_with_a_workflow()).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+    let held = only(&jobs, "labeled");
+    assert_eq!(held["state"], "failed", "{held:#}");
+    assert_eq!(held["result"]["reason"], "sensitive", "{held:#}");
+    let commit = held_commit(held);
+    let short = &commit[..10];
+    let status = story.status(1);
+    assert!(
+        status.starts_with(
+            "✋ Held for a maintainer: `sensitive`. The changes touch files that are not \
+             ordinary source, tests or documentation, so I did not push it.\n\n"
+        ),
+        "{status}"
+    );
+    assert!(status.contains("`.github/workflows/ci.yml`"), "{status}");
+    assert!(
+        status.contains(&format!(
+            "The change is kept as commit `{short}`, on no branch the forge sees. Saying \
+             `/forgehand allow-sensitive` pushes exactly that commit"
+        )),
+        "{status}"
+    );
+    assert_eq!(story.branches().await, ["main"], "nothing is pushed");
+    assert!(story.pulls().is_empty());
+    let asked = story.model.requests().len();
+
+    story
+        .comment(1, MAINTAINER, "/forgehand allow-sensitive")
+        .await;
+    let jobs = story.settled().await;
+    let release = only(&jobs, "command.allow_sensitive");
+    assert_eq!(release["state"], "succeeded", "{release:#}");
+    assert_eq!(
+        story.model.requests().len(),
+        asked,
+        "the release calls no model"
+    );
+    let pulls = story.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let (branch, base) = pulls[0].pull.clone().unwrap();
+    assert_eq!(base, "main");
+    assert_eq!(story.tip(&branch), commit, "the very commit that was held");
+    let mut changed = story.changes_on(&branch).await;
+    changed.sort();
+    assert_eq!(changed, ["A .github/workflows/ci.yml", "M calc.sh"]);
+    assert_eq!(pulls[0].title, "Fix add, run the tests in CI");
+    assert!(
+        pulls[0].body.contains("`.github/workflows/ci.yml`"),
+        "the pull request lists what was allowed: {}",
+        pulls[0].body
+    );
+    let said = statuses(&story, 1);
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(said[1].starts_with("✅ Opened #2: "), "{}", said[1]);
+    let steps: Vec<&str> = release["result"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert!(steps.contains(&"held change released"), "{steps:?}");
+    assert!(!steps.contains(&"agent"), "{steps:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_sensitive_pushes_the_held_commit_on_github() {
+    allow_sensitive_pushes_the_held_commit(Kind::GitHub).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_sensitive_pushes_the_held_commit_on_gitea() {
+    allow_sensitive_pushes_the_held_commit(Kind::Gitea).await;
+}
+
+/// A change held both as destructive and as sensitive needs both
+/// allowances: the first is noted and says what else is needed; the
+/// second releases it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_held_twice_needs_both_allowances() {
+    let story = Story::start(Kind::Gitea, make_instead()).await;
+    story.label(1).await;
+    let jobs = story.settled().await;
+    let held = only(&jobs, "labeled");
+    assert_eq!(held["result"]["reason"], "destructive", "{held:#}");
+    assert_eq!(
+        held["result"]["held"]["held_for"],
+        json!(["destructive", "sensitive"])
+    );
+    let commit = held_commit(held);
+    let status = story.status(1);
+    assert!(
+        status.contains(
+            "Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of \
+             them, in any order) pushes exactly that commit"
+        ),
+        "{status}"
+    );
+    let asked = story.model.requests().len();
+
+    story
+        .comment(1, MAINTAINER, "/forgehand allow-sensitive")
+        .await;
+    let jobs = story.settled().await;
+    let noted = only(&jobs, "command.allow_sensitive");
+    assert_eq!(
+        noted["result"]["outcome"], "awaiting_allowance",
+        "{noted:#}"
+    );
+    let said = story.bot_comments(1);
+    assert_eq!(
+        said.last().unwrap(),
+        &format!(
+            "@maintainer noted. The change job {} kept (commit `{}`) also needs \
+             `/forgehand allow-destructive` before I push it.",
+            held["id"],
+            &commit[..10]
+        )
+    );
+    assert_eq!(story.branches().await, ["main"]);
+
+    story
+        .comment(1, MAINTAINER, "/forgehand allow-destructive")
+        .await;
+    let jobs = story.settled().await;
+    let release = only(&jobs, "command.allow_destructive");
+    assert_eq!(release["state"], "succeeded", "{release:#}");
+    assert_eq!(story.model.requests().len(), asked);
+    let (branch, _) = story.pulls()[0].pull.clone().unwrap();
+    assert_eq!(story.tip(&branch), commit);
+}
+
+/// An allowance from someone who may not command the bot allows nothing:
+/// the maintainer's later one still needs what it needed.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outsiders_allowance_counts_for_nothing() {
+    let story = Story::start(Kind::GitHub, make_instead()).await;
+    story.label(1).await;
+    story.settled().await;
+    story
+        .comment(1, OUTSIDER, "/forgehand allow-destructive")
+        .await;
+    let jobs = story.settled().await;
+    let denied = only(&jobs, "command.allow_destructive");
+    assert_eq!(denied["result"]["reason"], "denied", "{denied:#}");
+    story
+        .comment(1, MAINTAINER, "/forgehand allow-sensitive")
+        .await;
+    let jobs = story.settled().await;
+    let noted = only(&jobs, "command.allow_sensitive");
+    assert_eq!(
+        noted["result"]["outcome"], "awaiting_allowance",
+        "{noted:#}"
+    );
+    assert!(story
+        .bot_comments(1)
+        .last()
+        .unwrap()
+        .ends_with("also needs `/forgehand allow-destructive` before I push it."));
+    assert_eq!(story.branches().await, ["main"]);
+    assert!(story.pulls().is_empty());
+}
