@@ -10,6 +10,10 @@ use forgehand_forge::webhook::signature::sign_hex;
 use serde_json::Value;
 
 const SECRET: &str = "crash-test-secret";
+/// A hang detector for the waits below (a start, 50 deliveries, a few
+/// hundred dry-run jobs): far above what they take on a loaded machine,
+/// not a claim about speed.
+const HANG: Duration = Duration::from_secs(180);
 const TOKEN: &str = "crash-test-token";
 
 struct Server {
@@ -57,7 +61,7 @@ fn start(dir: &Path, workers: usize) -> Server {
 impl Server {
     async fn wait_ready(&mut self) {
         let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + HANG;
         while Instant::now() < deadline {
             if let Ok(r) = client.get(format!("{}/readyz", self.base)).send().await {
                 if r.status() == 200 {
@@ -69,7 +73,7 @@ impl Server {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("forgehand did not become ready within 30 s");
+        panic!("hung: forgehand did not become ready within {HANG:?}");
     }
 
     async fn api(&self, path: &str) -> Value {
@@ -154,16 +158,20 @@ async fn sigkill_loses_no_accepted_delivery_and_every_job_runs_exactly_once() {
     let mut first = start(dir.path(), 0);
     first.wait_ready().await;
     let base = first.base.clone();
+    let answered_202 = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut senders = Vec::new();
     for sender in 0..8u64 {
-        let base = base.clone();
+        let (base, answered_202) = (base.clone(), answered_202.clone());
         senders.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
             let mut accepted = Vec::new();
             for n in 0..1000u64 {
                 let id = format!("crash-{sender}-{n}");
                 match deliver(&client, &base, &id, sender * 1000 + n).await {
-                    Ok(202) => accepted.push(id),
+                    Ok(202) => {
+                        accepted.push(id);
+                        answered_202.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
                     Ok(other) => panic!("unexpected answer {other} for {id}"),
                     Err(_) => break, // the server is gone
                 }
@@ -171,9 +179,13 @@ async fn sigkill_loses_no_accepted_delivery_and_every_job_runs_exactly_once() {
             accepted
         }));
     }
-    // Let some deliveries land, then pull the plug mid-stream.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while all_jobs(&first).await.len() < 50 && Instant::now() < deadline {
+    // Once 50 deliveries were answered 202, pull the plug mid-stream.
+    let deadline = Instant::now() + HANG;
+    while answered_202.load(std::sync::atomic::Ordering::SeqCst) < 50 {
+        assert!(
+            Instant::now() < deadline,
+            "hung: 50 deliveries were not answered within {HANG:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     first.kill();
@@ -220,20 +232,19 @@ async fn sigkill_loses_no_accepted_delivery_and_every_job_runs_exactly_once() {
         "answered 202 but lost by the crash: {lost:?}"
     );
 
-    // Every job runs, once.
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Every job runs, once. Waits until they all succeeded (a hang
+    // detector bounds it); the counts are checked after.
+    let deadline = Instant::now() + HANG;
     let expected = recorded.len();
-    let mut done = 0;
-    let mut seen = 0;
-    while Instant::now() < deadline {
+    let (done, seen) = loop {
         let counts = reqwest::get(format!("{}/metrics", second.base))
             .await
             .unwrap()
             .text()
             .await
             .unwrap();
-        done = metric(&counts, r#"forgehand_jobs{state="succeeded"}"#);
-        seen = [
+        let done = metric(&counts, r#"forgehand_jobs{state="succeeded"}"#);
+        let seen: usize = [
             "queued",
             "running",
             "succeeded",
@@ -244,11 +255,15 @@ async fn sigkill_loses_no_accepted_delivery_and_every_job_runs_exactly_once() {
         .iter()
         .map(|s| metric(&counts, &format!("forgehand_jobs{{state=\"{s}\"}}")))
         .sum();
-        if done == expected {
-            break;
+        if done >= expected {
+            break (done, seen);
         }
+        assert!(
+            Instant::now() < deadline,
+            "hung: {done} of {expected} jobs succeeded within {HANG:?} ({seen} jobs)"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
     assert_eq!(seen, expected, "one job per recorded delivery");
     assert_eq!(done, expected, "every job succeeded");
     let mut checked = 0;

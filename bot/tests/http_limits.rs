@@ -266,15 +266,16 @@ async fn bodies_past_the_buffer_budget_are_answered_503_not_buffered() {
             until_closed(&mut stream).await
         }
     };
-    let mut answer = Vec::new();
-    for _ in 0..100 {
-        answer = send(body.clone()).await;
-        if status(&answer) == 503 {
-            break;
+    // The slow client's request may not have reached its handler yet:
+    // asked again until it has (a loaded machine may take a while).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let answer = loop {
+        let answer = send(body.clone()).await;
+        if status(&answer) == 503 || tokio::time::Instant::now() >= deadline {
+            break answer;
         }
-        // The slow client's request may not have reached its handler yet.
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
     assert_eq!(status(&answer), 503, "{}", String::from_utf8_lossy(&answer));
     assert!(
         String::from_utf8_lossy(&answer).contains("retry-after: 5"),

@@ -129,17 +129,41 @@ async fn a_panicking_handler_fails_its_job_not_the_worker() {
         .contains("panicked: the handler blew up"));
 }
 
+/// The job runs until the other node's reaper has looked twice after the
+/// job's first lease ran out: only the heartbeats kept it. The lease is
+/// 3 s, renewed every second: a worker held up for two seconds (a loaded
+/// machine) still keeps it.
 #[tokio::test]
 async fn heartbeats_keep_a_long_job_from_being_taken_over() {
     let q = queue(5).await;
     let ids = q.enqueue(&[1]).await;
-    let handler = Scripted::new(|_| Step::Sleep(Duration::from_millis(3000)));
-    // The lease is 1 s; the job takes three times that.
-    let pool = q.pool(handler.clone(), 1, 1000, 5000);
+    let done = Arc::new(Notify::new());
+    let handler = Scripted::new({
+        let done = done.clone();
+        move |_| Step::Until(done.clone())
+    });
+    let pool = q.pool(handler.clone(), 1, 3000, 5000);
     q.wait_for(ids[0], JobState::Running).await;
-    // Another node, whose reaper would take over an expired lease.
+    // Claimed before now: its first lease ends before this.
+    let first_lease_end = forgehand_bot::time::now_ms() + 3000;
+    // Another node, whose reaper (every half second) would take over an
+    // expired lease.
     let thief_handler = Scripted::new(|_| Step::Succeed);
-    let thief = q.pool(thief_handler.clone(), 1, 1000, 5000);
+    let thief_store = CountingReaps::wrap(q.store.clone());
+    let thief = pool_on(thief_store.clone(), thief_handler.clone(), 1, 1000, 5000);
+    // The first lease has run out by the store's clock...
+    until("the first lease's end", || {
+        forgehand_bot::time::now_ms() > first_lease_end
+    })
+    .await;
+    // ...and the reaper has looked since.
+    let reaps = thief_store.reaps();
+    until("two passes of the other node's reaper", || {
+        thief_store.reaps() >= reaps + 2
+    })
+    .await;
+    assert_eq!(q.state(ids[0]).await.0, JobState::Running);
+    done.notify_one();
     q.wait_for(ids[0], JobState::Succeeded).await;
     pool.shutdown().await;
     thief.shutdown().await;
@@ -160,10 +184,10 @@ async fn heartbeats_keep_a_long_job_from_being_taken_over() {
 async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
     let q = queue(5).await;
     let ids = q.enqueue(&[1]).await;
-    // A worker claims and then "dies": it never heartbeats or finishes.
+    // A worker claims...
     let ghost = q
         .store
-        .claim_job("ghost", Duration::from_millis(1000))
+        .claim_job("ghost", Duration::from_secs(60))
         .await
         .unwrap()
         .unwrap();
@@ -173,7 +197,14 @@ async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
         0,
         "not before the lease runs out"
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // ...renews its lease for a second, and then "dies": it never
+    // heartbeats or finishes again. No waiting here: the pool's reaper
+    // (every second) gives the job back once that second is over.
+    assert!(q
+        .store
+        .heartbeat(&ghost, "ghost", Duration::from_millis(1000))
+        .await
+        .unwrap());
     let handler = Scripted::new(|_| Step::Succeed);
     let pool = q.pool(handler.clone(), 1, 2000, 1000);
     q.wait_for(ids[0], JobState::Succeeded).await;
@@ -206,7 +237,13 @@ async fn an_expired_lease_on_the_last_attempt_dead_letters() {
         .await
         .unwrap()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    // The lease ends 50 ms after the claim by the store's clock: wait
+    // until that clock is past it.
+    let lease_end = forgehand_bot::time::now_ms() + 50;
+    until("the lease's end", || {
+        forgehand_bot::time::now_ms() > lease_end
+    })
+    .await;
     let recovered = q.store.recover_expired_leases().await.unwrap();
     assert_eq!(recovered.requeued, 0);
     let dead: Vec<(i64, u32, u32)> = recovered
@@ -230,14 +267,20 @@ async fn a_job_dead_lettered_by_the_reaper_is_handed_to_its_handler_once() {
         .unwrap()
         .unwrap();
     let handler = Scripted::new(|_| Step::Succeed);
-    let pool = q.pool(handler.clone(), 1, 200, 1000);
+    let store = CountingReaps::wrap(q.store.clone());
+    let pool = pool_on(store.clone(), handler.clone(), 1, 200, 1000);
     q.wait_for(ids[0], JobState::Dead).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while handler.dead_lettered.lock().unwrap().is_empty() {
-        assert!(std::time::Instant::now() < deadline, "never handed over");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until("the handover of the dead job", || {
+        !handler.dead_lettered.lock().unwrap().is_empty()
+    })
+    .await;
+    // Two more passes of the reaper after the one that handed it over: a
+    // second handover would come from one of them.
+    let reaps = store.reaps();
+    until("two more passes of the reaper", || {
+        store.reaps() >= reaps + 2
+    })
+    .await;
     pool.shutdown().await;
     let dead = handler.dead_lettered.lock().unwrap().clone();
     assert_eq!(dead.len(), 1, "{dead:?}");
@@ -254,7 +297,9 @@ async fn shutdown_lets_running_jobs_finish_within_the_grace_period() {
     let q = queue(5).await;
     let ids = q.enqueue(&[1]).await;
     let handler = Scripted::new(|_| Step::Sleep(Duration::from_millis(200)));
-    let pool = q.pool(handler.clone(), 1, 2000, 5000);
+    // A grace far longer than the job, however slow the machine: a
+    // shutdown that did not wait would release the job at once.
+    let pool = q.pool(handler.clone(), 1, 2000, HANG.as_millis() as u64);
     q.wait_for(ids[0], JobState::Running).await;
     pool.shutdown().await;
     assert_eq!(q.state(ids[0]).await.0, JobState::Succeeded);

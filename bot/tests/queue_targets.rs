@@ -176,15 +176,18 @@ async fn behind_many_held_back_jobs_a_claim_still_finds_the_right_one() {
     assert!(claim(&q).await.is_none(), "the other 39 wait for it");
 }
 
+/// The jobs would run for an hour: the stop request, which the worker
+/// polls for, is the only way the job ends while the test waits (its wait
+/// is a hang detector). How soon it ends is the poll interval's business,
+/// not asserted.
 #[tokio::test]
 async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
     let q = queue(5).await;
     let ids = q.enqueue(&[7, 8]).await;
-    let handler = Scripted::new(|_| Step::Sleep(Duration::from_secs(60)));
+    let handler = Scripted::new(|_| Step::Sleep(Duration::from_secs(3600)));
     let pool = q.pool(handler.clone(), 2, 5000, 5000);
     q.wait_for(ids[0], JobState::Running).await;
     q.wait_for(ids[1], JobState::Running).await;
-    let asked = std::time::Instant::now();
     let stopped = q
         .store
         .request_stop("github:acme/widgets#7", 999, "stopped by @maintainer")
@@ -192,11 +195,6 @@ async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
         .unwrap();
     assert_eq!(stopped, [ids[0]]);
     q.wait_for(ids[0], JobState::Cancelled).await;
-    assert!(
-        asked.elapsed() < Duration::from_secs(5),
-        "stopping took {:?}",
-        asked.elapsed()
-    );
     let (_, _, error, runs) = q.state(ids[0]).await;
     assert_eq!(error.as_deref(), Some("stopped by @maintainer"));
     assert_eq!(runs, ["cancelled"]);

@@ -500,6 +500,24 @@ mod tests {
         assert!(cache.lock_path("k").exists());
     }
 
+    /// Whether a `flock` of this process waits on the file with inode
+    /// `ino`: `/proc/locks` lists each waiter as `N: -> FLOCK ... PID
+    /// MAJ:MIN:INODE ...`.
+    fn a_lock_waits_on(ino: u64) -> bool {
+        let pid = std::process::id().to_string();
+        let inode = format!(":{ino}");
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .lines()
+            .any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.get(1) == Some(&"->")
+                    && fields.get(2) == Some(&"FLOCK")
+                    && fields.get(5) == Some(&pid.as_str())
+                    && fields.get(6).is_some_and(|f| f.ends_with(&inode))
+            })
+    }
+
     /// A lock file is removed only while held exclusively; whoever waited
     /// on it meanwhile must not trust it, or it would hold a lock on a
     /// file no one else can find: here a job holding the old file's lock
@@ -512,12 +530,22 @@ mod tests {
         // A remover, as remove() is before it unlinks the lock file.
         let held = open_lock(&cache.lock_path("k")).unwrap();
         flock(&held, libc::LOCK_EX).unwrap();
+        let old_lock = held.metadata().unwrap().ino();
         let waiter = {
             let cache = cache.clone();
             std::thread::spawn(move || cache.get("k").unwrap())
         };
-        // The waiter opens the old lock file and waits on it.
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // The waiter opens the old lock file and waits on it: waited for
+        // as the kernel shows it, not for a while (a hang detector bounds
+        // it).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !a_lock_waits_on(old_lock) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hung: the waiter never waited on the lock file"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         remove_tree(&cache.env_dir("k"));
         std::fs::remove_file(cache.lock_path("k")).unwrap();
         // Another job builds and keeps the key again, under a new lock

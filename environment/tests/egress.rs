@@ -418,11 +418,13 @@ async fn the_hosts_own_addresses_are_refused_even_when_allowed() {
     let own = own_non_loopback_address();
     let listener = tokio::net::TcpListener::bind((own, 0)).await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = accepted.clone();
+    // Who connected, in the order the listener took them.
+    let accepted = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let peers = accepted.clone();
     tokio::spawn(async move {
-        while listener.accept().await.is_ok() {
-            count.fetch_add(1, Ordering::SeqCst);
+        while let Ok((stream, peer)) = listener.accept().await {
+            peers.lock().unwrap().push(peer);
+            drop(stream);
         }
     });
     let literal = match own {
@@ -467,10 +469,23 @@ async fn the_hosts_own_addresses_are_refused_even_when_allowed() {
             .all(|r| matches!(r.outcome, Outcome::Refused(Refusal::DeniedAddress { .. }))),
         "{summary}"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // Nothing reached the service: a connection of the test's own, made
+    // now, is the first the listener takes (it takes them in order, and
+    // one the egress made would have been made before the egress
+    // answered). Waited for, not slept on; a hang detector bounds it.
+    let marker = tokio::net::TcpStream::connect((own, port)).await.unwrap();
+    let mine = marker.local_addr().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !accepted.lock().unwrap().contains(&mine) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hung: the service never took the test's own connection"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     assert_eq!(
-        accepted.load(Ordering::SeqCst),
-        0,
+        *accepted.lock().unwrap(),
+        [mine],
         "the host's service was reached"
     );
 }

@@ -20,31 +20,50 @@ async fn a_slow_client_is_cut_off_at_the_head_deadline_however_it_trickles() {
     policy.limits.head_timeout = Duration::from_millis(400);
     let (egress, proxy) = start(policy, resolver).await;
 
-    let request = connect(&format!("echo.test:{}", echo.port()));
-    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    // A head that never ends, a byte every 20 ms: each read is prompt,
+    // so only a deadline for the whole head cuts the client off; one per
+    // read never would (the head would reach the size limit after five
+    // minutes). The client trickles until the egress answers; a hang
+    // detector bounds that, not a timing.
+    let authority = format!("echo.test:{}", echo.port());
+    let head = format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\nX-Trickle: ");
+    let mut bytes = head.into_bytes().into_iter().chain(std::iter::repeat(b'a'));
+    // Before the connection: the egress's deadline starts after this.
     let started = Instant::now();
-    // One byte every 50 ms: each read is prompt, the head never ends in time.
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    let (mut reader, mut writer) = stream.split();
     let mut answer = Vec::new();
-    for byte in &request[..request.len() - 2] {
-        if stream.write_all(&[*byte]).await.is_err() {
-            break;
+    let mut buffer = [0u8; 1024];
+    let mut writing = true;
+    loop {
+        tokio::select! {
+            read = reader.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    // Answered: nothing more is sent.
+                    answer.extend_from_slice(&buffer[..n]);
+                    writing = false;
+                }
+            },
+            _ = tokio::time::sleep(Duration::from_millis(20)), if writing => {
+                let byte = bytes.next().unwrap();
+                if writer.write_all(&[byte]).await.is_err() {
+                    writing = false;
+                }
+            }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if started.elapsed() > Duration::from_secs(2) {
-            break;
-        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "hung: the egress still read a head trickled for 60 s (the deadline of 400 ms is not for the whole head)"
+        );
     }
-    let _ = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut answer)).await;
     let answer = String::from_utf8_lossy(&answer);
     assert!(
         answer.starts_with("HTTP/1.1 408 forgehand: request head not complete within 400 ms"),
         "{answer}"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        started.elapsed()
-    );
+    // Not before the deadline (a lower bound: a loaded machine only adds).
+    assert!(started.elapsed() >= Duration::from_millis(400));
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
     let summary = egress.shutdown().await;
     assert!(matches!(
@@ -227,7 +246,9 @@ async fn an_idle_tunnel_is_closed_and_a_stopped_egress_records_live_tunnels() {
     );
     egress.shutdown().await;
 
-    policy.limits.idle_timeout = Duration::from_secs(60);
+    // A tunnel that would stay open an hour: a stop ends it, and does not
+    // wait for it (a hang detector bounds the wait, not a timing).
+    policy.limits.idle_timeout = Duration::from_secs(3600);
     let (egress, proxy) = start(policy, resolver).await;
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     stream
@@ -238,9 +259,9 @@ async fn an_idle_tunnel_is_closed_and_a_stopped_egress_records_live_tunnels() {
     stream.write_all(b"12345").await.unwrap();
     let mut echoed = [0u8; 5];
     stream.read_exact(&mut echoed).await.unwrap();
-    let summary = tokio::time::timeout(Duration::from_secs(2), egress.shutdown())
+    let summary = tokio::time::timeout(Duration::from_secs(60), egress.shutdown())
         .await
-        .expect("a stop does not wait for live tunnels");
+        .expect("hung: the stop waited for the live tunnel");
     assert_eq!(read_to_close(&mut stream).await, "");
     assert_eq!(summary.records[0].outcome, Outcome::Allowed);
     assert_eq!(

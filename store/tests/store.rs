@@ -157,22 +157,17 @@ async fn intake_inserts_build_no_temporary_btree() {
 /// next one as soon as a delivery comes, so under a steady stream of
 /// webhooks the database's write lock is rarely free. A worker's writes
 /// (claiming a job, extending its lease, finishing it) must still get
-/// their turn within a few batches (a few ms here), not wait for SQLite's
-/// 10 s busy timeout or fail.
+/// their turn while the stream goes on, not fail with SQLite's busy
+/// timeout (10 s): a worker starved of the lock gets that error, and the
+/// `unwrap`s below fail the test. How soon the turn comes is a matter of
+/// speed, not of behaviour: measured by `bench/contention.sh`, not
+/// asserted here; the bound below only turns a hang into a failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
     use forgehand_store::{Finish, IntakeWriter};
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
-
-    async fn in_time<T>(what: &str, write: impl std::future::Future<Output = T>) -> T {
-        tokio::time::timeout(Duration::from_secs(3), write)
-            .await
-            .unwrap_or_else(|_| {
-                panic!("{what} waited more than 3 s for the intake to let go of the database")
-            })
-    }
 
     let (store, _dir) = store().await;
     store
@@ -203,23 +198,26 @@ async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
             })
         })
         .collect();
-    while recorded.load(Ordering::Relaxed) < 500 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    not_hung("the flood's first 500 deliveries", async {
+        while recorded.load(Ordering::Relaxed) < 500 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
 
     let lease = Duration::from_secs(60);
-    let job = in_time("claiming a job", store.claim_job("w1", lease))
+    let job = not_hung("claiming a job", store.claim_job("w1", lease))
         .await
         .unwrap()
         .expect("the first delivery's job is waiting");
-    let kept = in_time("a heartbeat", store.heartbeat(&job, "w1", lease)).await;
+    let kept = not_hung("a heartbeat", store.heartbeat(&job, "w1", lease)).await;
     assert!(kept.unwrap());
     let done = Finish::Succeeded {
         result: serde_json::json!({}),
     };
-    let finished = in_time("finishing the job", store.finish_job(&job, "w1", done)).await;
+    let finished = not_hung("finishing the job", store.finish_job(&job, "w1", done)).await;
     assert!(finished.unwrap());
-
+    // Made while the flood went on: it stops only now.
     stop.store(true, Ordering::Relaxed);
     for sender in senders {
         sender.await.unwrap();
@@ -227,16 +225,36 @@ async fn workers_still_write_while_webhooks_keep_the_intake_busy() {
     assert!(recorded.load(Ordering::Relaxed) > 500);
 }
 
+/// `what`, or a failed test once it has taken `HANG`: a hang detector, far
+/// above what any of these waits takes on a loaded machine (milliseconds
+/// to a second or two), not a claim about speed.
+async fn not_hung<T>(what: &str, work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(HANG, work)
+        .await
+        .unwrap_or_else(|_| panic!("hung: {what} did not end within {HANG:?}"))
+}
+
+const HANG: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A reader that keeps a transaction open (an operator's `sqlite3`
 /// session, a slow report) must not hold up webhooks: the intake's
 /// checkpoint copies what it can and does not wait for the reader. It
 /// used to wait, under the intake's lock, for as long as the reader read
 /// (up to SQLite's 10 s busy timeout), with every webhook waiting behind.
+///
+/// The reader here holds its transaction until the test lets it go, which
+/// it does only once every write is answered: the writes must all be
+/// answered while it is held. Each of them comes after the intake's 50 ms
+/// between two checkpoints, so each commit runs a checkpoint beside the
+/// reader. A checkpoint that waited for the reader would wait out the
+/// busy timeout every time (20 × 10 s), past the hang detector (60 s),
+/// where these writes take about a second. How long each takes beside a
+/// reader is measured by `bench/contention.sh`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
     use forgehand_store::IntakeWriter;
     use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     let (store, dir) = store().await;
     let writer = IntakeWriter::spawn(
@@ -253,6 +271,7 @@ async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
     }
     let path = dir.path().join("s.db");
     let (reading, read) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
         let connection = rusqlite::Connection::open(path).unwrap();
         connection.execute_batch("BEGIN").unwrap();
@@ -260,30 +279,41 @@ async fn a_reader_holding_a_transaction_does_not_hold_up_webhooks() {
             .query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))
             .unwrap();
         reading.send(()).unwrap();
-        std::thread::sleep(Duration::from_secs(2));
+        // Held until the test is done writing (or gone).
+        let _ = released.recv();
         connection.execute_batch("COMMIT").unwrap();
         seen
     });
     read.recv().unwrap();
 
-    // Longer than the 50 ms between two checkpoints, shorter than the read.
-    let started = Instant::now();
-    let (mut sent, mut slowest) = (0, Duration::ZERO);
-    while started.elapsed() < Duration::from_millis(1200) {
-        let id = format!("during-{sent}");
-        let one = Instant::now();
-        writer
-            .record(delivery(&id, Outcome::Accepted, 1))
-            .await
-            .unwrap();
-        slowest = slowest.max(one.elapsed());
-        sent += 1;
-    }
-    assert_eq!(reader.join().unwrap(), 20);
+    not_hung(
+        "recording deliveries while a reader holds a transaction",
+        async {
+            for n in 0..20 {
+                // At least the intake's 50 ms between two checkpoints (a
+                // lower bound: a loaded machine only waits longer), so that
+                // this delivery's commit checkpoints beside the reader.
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                let id = format!("during-{n}");
+                writer
+                    .record(delivery(&id, Outcome::Accepted, 1))
+                    .await
+                    .unwrap();
+            }
+        },
+    )
+    .await;
     assert!(
-        slowest < Duration::from_millis(500),
-        "a delivery waited {slowest:?} while a reader held a transaction ({sent} recorded)"
+        !reader.is_finished(),
+        "the reader let go before the test did"
     );
+    release.send(()).unwrap();
+    assert_eq!(reader.join().unwrap(), 20, "the reader's snapshot");
+    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(total, 40);
 }
 
 /// A database from before migration 0007 had the cause of a cancelled

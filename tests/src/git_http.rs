@@ -35,6 +35,10 @@ pub struct SeenRequest {
     pub git_protocol: Option<String>,
     /// Which of git's requests it was, if one.
     pub kind: Option<GitRequest>,
+    /// When it came in, and when its answer was ready: what a test
+    /// measures a client's waits by.
+    pub received: std::time::Instant,
+    pub answered: std::time::Instant,
 }
 
 /// The requests of smart HTTP: a fetch (and an `ls-remote`) asks for the
@@ -249,6 +253,7 @@ async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let received = std::time::Instant::now();
     let header = |name: &str| {
         headers
             .get(name)
@@ -293,6 +298,8 @@ async fn serve(
         status: response.status().as_u16(),
         git_protocol: header("git-protocol"),
         kind,
+        received,
+        answered: std::time::Instant::now(),
     });
     response
 }

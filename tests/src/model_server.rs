@@ -10,7 +10,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -90,6 +90,10 @@ pub struct Recorded {
     pub authorization: Option<String>,
     /// What the server answered.
     pub status: u16,
+    /// When the request came in, and when its answer was ready (after a
+    /// [`Step::Slow`] delay): what a test measures a client's waits by.
+    pub received: Instant,
+    pub answered: Instant,
 }
 
 #[derive(Default)]
@@ -176,6 +180,7 @@ async fn anthropic(
 }
 
 async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: Value) -> Response {
+    let received = Instant::now();
     let authorization = headers
         .get("authorization")
         .or_else(|| headers.get("x-api-key"))
@@ -260,6 +265,8 @@ async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: 
         body,
         authorization,
         status,
+        received,
+        answered: Instant::now(),
     });
     response
 }

@@ -685,6 +685,41 @@ pub fn host_processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The agent's command for work that lasts until the test is done with
+/// it: `sleep <needle>` (the needle a number, so that
+/// [`host_processes_with`] finds it), under a ten-minute `timeout` so
+/// that a test that fails before ending it leaves nothing behind for
+/// long. [`end_held_command`] ends it; `echo` then says so.
+pub fn held_command(needle: &str) -> String {
+    format!("timeout 600 sleep {needle}; echo {needle} ended")
+}
+
+/// The host processes that are the `sleep <needle>` of
+/// [`held_command`]: the command is running once there is one.
+pub fn held_command_pids(needle: &str) -> Vec<u32> {
+    let argv = format!("sleep\0{needle}\0");
+    host_processes_with(needle)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default() == argv.as_bytes()
+        })
+        .collect()
+}
+
+/// Ends the `sleep <needle>` of [`held_command`] (SIGKILL). Returns how
+/// many processes there were.
+pub fn end_held_command(needle: &str) -> usize {
+    let pids = held_command_pids(needle);
+    for pid in &pids {
+        // Gone meanwhile (with its sandbox) is as good.
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    pids.len()
+}
+
 /// What the quick start's configuration step wrote.
 pub struct QuickStartConfig {
     pub webhook_secret: String,

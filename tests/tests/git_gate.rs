@@ -329,8 +329,12 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
     std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(limit)
-        .expect("the gate is still blocked: something opened a pipe for reading")
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        panic!(
+            "hung: the gate did not finish within {limit:?} (blocked on a pipe it opened \
+             for reading, or a walk that does not end)"
+        )
+    })
 }
 
 /// Address space for a job that must not hold a large file in memory:

@@ -9,7 +9,8 @@ use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::{good_script, review_script};
 use forgehand_tests::story::{
-    host_processes_with, only, Story, MAINTAINER, OUTSIDER, REPO, STATUS_MARKER,
+    end_held_command, held_command, held_command_pids, host_processes_with, only, Story,
+    MAINTAINER, OUTSIDER, REPO, STATUS_MARKER,
 };
 use serde_json::{json, Value};
 
@@ -265,10 +266,10 @@ async fn stop_during_a_long_job(kind: Kind) {
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let asked = Instant::now();
+    // The agent's command would run for days: the job settles only
+    // because the stop ended it (`settled` fails the test after 120 s).
     story.comment(1, MAINTAINER, "/forgehand stop").await;
     let jobs = story.settled().await;
-    let stopped_in = asked.elapsed();
 
     let labeled = only(&jobs, "labeled");
     assert_eq!(labeled["state"], "cancelled", "{labeled:#}");
@@ -280,20 +281,18 @@ async fn stop_during_a_long_job(kind: Kind) {
         story.status(1),
         "⏹️ Stopped: `stopped`. Stopped by @maintainer"
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // The sandbox's process goes: waited for, with a hang detector (it
+    // would otherwise run for days), not timed.
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !host_processes_with(needle).is_empty() {
         assert!(
             Instant::now() < deadline,
-            "the sandbox's process outlived the stop"
+            "hung: the sandbox's process outlived the stop by 60 s"
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(story.pulls().is_empty());
     assert_eq!(story.branches().await, ["main"]);
-    assert!(
-        stopped_in < Duration::from_secs(15),
-        "stopping took {stopped_in:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -445,10 +444,9 @@ async fn an_issue_with_150_comments_is_read_to_the_end(kind: Kind) {
         Kind::GitHub => "828281",
         Kind::Gitea => "828282",
     };
-    let mut script = vec![Step::call(
-        "bash",
-        json!({"command": format!("sleep 4 && echo {needle}")}),
-    )];
+    // The command runs until the test ends it: the kill comes while it
+    // runs, however slow the machine.
+    let mut script = vec![Step::call("bash", json!({"command": held_command(needle)}))];
     script.extend(good_script());
     let mut story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__LEASE_SECS", "3")]).await;
     story.forge.with(|s| {
@@ -469,12 +467,13 @@ async fn an_issue_with_150_comments_is_read_to_the_end(kind: Kind) {
     });
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with(needle).is_empty() {
+    while held_command_pids(needle).is_empty() {
         assert!(Instant::now() < deadline, "the agent never started");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
+    end_held_command(needle);
     story.start_forgehand().await;
     let jobs = story.settled().await;
 

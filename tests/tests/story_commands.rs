@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
-use forgehand_tests::story::{host_processes_with, only, Story, MAINTAINER, STATUS_MARKER};
+use forgehand_tests::story::{
+    end_held_command, held_command, held_command_pids, only, Story, MAINTAINER, STATUS_MARKER,
+};
 use serde_json::{json, Value};
 
 /// The model's answer to a follow-up request: one edit, one commit.
@@ -145,16 +147,18 @@ async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_newest_waiting_request_supersedes_the_older_one() {
+    // The first job's command lasts until the test ends it, once both
+    // requests are in: they come while it runs however slow the machine.
     let mut script = vec![Step::call(
         "bash",
-        json!({"command": "sleep 2 && echo 515151"}),
+        json!({"command": held_command("515151")}),
     )];
     script.extend(good_script());
     script.extend(document_add());
     let story = Story::start(Kind::GitHub, script).await;
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("515151").is_empty() {
+    while held_command_pids("515151").is_empty() {
         assert!(Instant::now() < deadline, "the first job never started");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -165,6 +169,14 @@ async fn the_newest_waiting_request_supersedes_the_older_one() {
     story
         .comment(1, MAINTAINER, "@forgehand actually, just document add")
         .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while end_held_command("515151") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "hung: the first job's command never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let jobs = story.settled().await;
     let requests: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "request").collect();
     assert_eq!(requests.len(), 2, "{jobs:#?}");

@@ -195,8 +195,36 @@ mod tests {
         ))
     }
 
+    /// A deadline none of these reads comes near: only
+    /// `a_body_that_stalls_times_out` is about the deadline, and a body
+    /// that times out halfway would give its share back before the test
+    /// looks.
     fn soon() -> Instant {
-        Instant::now() + Duration::from_secs(5)
+        Instant::now() + Duration::from_secs(3600)
+    }
+
+    /// A body's end that never comes: says so on `polled` the first time
+    /// the read asks for more, which it does only once it has taken in
+    /// (and held) everything before it.
+    fn then_waits(
+        polled: tokio::sync::oneshot::Sender<()>,
+    ) -> impl futures::Stream<Item = Result<axum::body::Bytes, std::io::Error>> {
+        let mut polled = Some(polled);
+        stream::poll_fn(move |_| {
+            if let Some(polled) = polled.take() {
+                let _ = polled.send(());
+            }
+            std::task::Poll::Pending
+        })
+    }
+
+    /// Waits for `polled`; a read that never asks for more fails the test
+    /// after a minute (a hang detector: it takes microseconds).
+    async fn waiting_for_more(polled: tokio::sync::oneshot::Receiver<()>) {
+        tokio::time::timeout(Duration::from_secs(60), polled)
+            .await
+            .expect("hung: the read never asked for more of the body")
+            .expect("the body is alive");
     }
 
     #[tokio::test]
@@ -238,8 +266,9 @@ mod tests {
         assert_eq!(read.err(), Some(BodyError::TooLarge));
     }
 
-    /// A body that declares `len` bytes and sends none.
-    struct Promised(u64);
+    /// A body that declares `len` bytes and sends none; says on its
+    /// channel when it is first asked for a frame.
+    struct Promised(u64, Option<tokio::sync::oneshot::Sender<()>>);
 
     impl axum::body::HttpBody for Promised {
         type Data = axum::body::Bytes;
@@ -249,6 +278,9 @@ mod tests {
             self: std::pin::Pin<&mut Self>,
             _: &mut std::task::Context<'_>,
         ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+            if let Some(polled) = self.get_mut().1.take() {
+                let _ = polled.send(());
+            }
             std::task::Poll::Pending
         }
 
@@ -264,13 +296,21 @@ mod tests {
     async fn a_declared_length_holds_only_what_arrives() {
         let budget = BodyBudget::new(64 << 20);
         let mut idle = Vec::new();
+        let mut asked = Vec::new();
         for declared in [25 << 20, 25 << 20, 8 << 20, 4 << 20, 2 << 20] {
             let budget = budget.clone();
+            let (polled, waiting) = tokio::sync::oneshot::channel();
+            asked.push(waiting);
             idle.push(tokio::spawn(async move {
-                read(Body::new(Promised(declared)), 32 << 20, &budget, soon()).await
+                let body = Body::new(Promised(declared, Some(polled)));
+                read(body, 32 << 20, &budget, soon()).await
             }));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Every read is waiting for its first byte: whatever it holds for
+        // its declared length, it holds now.
+        for waiting in asked {
+            waiting_for_more(waiting).await;
+        }
         assert!(
             budget.available() == 64 << 20,
             "{} bytes held by bodies that sent nothing",
@@ -302,18 +342,19 @@ mod tests {
     async fn a_body_that_stalls_halfway_holds_what_it_sent() {
         let budget = BodyBudget::new(64 << 20);
         let sent = (2 << 20) + 1;
+        let (polled, waiting) = tokio::sync::oneshot::channel();
         let stalls = Body::from_stream(
             stream::iter([Ok::<_, std::io::Error>(axum::body::Bytes::from(vec![
                 b'x';
                 sent
             ]))])
-            .chain(stream::pending()),
+            .chain(then_waits(polled)),
         );
         let task = {
             let budget = budget.clone();
             tokio::spawn(async move { read(stalls, 32 << 20, &budget, soon()).await })
         };
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        waiting_for_more(waiting).await;
         assert_eq!((64 << 20) - budget.available(), sent + CHUNK_OVERHEAD);
         task.abort();
     }
@@ -324,17 +365,19 @@ mod tests {
     async fn a_body_sent_a_byte_a_chunk_holds_about_what_it_sent() {
         let budget = BodyBudget::new(64 << 20);
         let sent = 100_000usize;
+        let (polled, waiting) = tokio::sync::oneshot::channel();
         let bytes = stream::iter(
             (0..sent).map(|_| Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"x"))),
         )
-        .chain(stream::pending());
+        .chain(then_waits(polled));
         let task = {
             let budget = budget.clone();
             tokio::spawn(
                 async move { read(Body::from_stream(bytes), 32 << 20, &budget, soon()).await },
             )
         };
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        // All 100,000 bytes are in: the read asks for the next one.
+        waiting_for_more(waiting).await;
         let held = (64 << 20) - budget.available();
         assert!(
             held >= sent && held <= 2 * sent + 4096,

@@ -17,7 +17,7 @@ pub use forgehand_bot::store::{
     Store,
 };
 use forgehand_forge::{ForgeKind, Repo};
-use tokio::sync::Notify;
+pub use tokio::sync::Notify;
 
 pub struct Queue {
     pub store: Arc<dyn Store>,
@@ -132,15 +132,18 @@ impl Queue {
         )
     }
 
+    /// Waits until job `id` is in `state`; fails the test, saying it
+    /// hung, after [`HANG`].
     pub async fn wait_for(&self, id: i64, state: JobState) {
-        for _ in 0..1500 {
+        let deadline = tokio::time::Instant::now() + HANG;
+        while tokio::time::Instant::now() < deadline {
             if self.state(id).await.0 == state {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!(
-            "job {id} never reached {state:?}: {:?}",
+            "hung: job {id} did not reach {state:?} within {HANG:?}: {:?}",
             self.state(id).await
         );
     }
@@ -152,22 +155,33 @@ impl Queue {
         lease_ms: u64,
         grace_ms: u64,
     ) -> WorkerPool {
-        WorkerPool::start(
-            self.store.clone(),
-            handler,
-            QueueSettings {
-                workers,
-                lease: Duration::from_millis(lease_ms),
-                poll_interval: Duration::from_millis(20),
-                backoff: Backoff {
-                    base: Duration::from_millis(30),
-                    max: Duration::from_millis(100),
-                },
-                shutdown_grace: Duration::from_millis(grace_ms),
-            },
-            Arc::new(Notify::new()),
-        )
+        pool_on(self.store.clone(), handler, workers, lease_ms, grace_ms)
     }
+}
+
+/// A worker pool on `store` (the queue's, or one wrapped around it).
+pub fn pool_on(
+    store: Arc<dyn Store>,
+    handler: Arc<dyn JobHandler>,
+    workers: usize,
+    lease_ms: u64,
+    grace_ms: u64,
+) -> WorkerPool {
+    WorkerPool::start(
+        store,
+        handler,
+        QueueSettings {
+            workers,
+            lease: Duration::from_millis(lease_ms),
+            poll_interval: Duration::from_millis(20),
+            backoff: Backoff {
+                base: Duration::from_millis(30),
+                max: Duration::from_millis(100),
+            },
+            shutdown_grace: Duration::from_millis(grace_ms),
+        },
+        Arc::new(Notify::new()),
+    )
 }
 
 pub fn uuid() -> String {
@@ -188,6 +202,9 @@ pub struct Scripted {
 pub enum Step {
     Succeed,
     Sleep(Duration),
+    /// Runs until `Notify` is notified (or the job is cancelled), then
+    /// succeeds.
+    Until(Arc<Notify>),
     Retry(&'static str),
     Permanent(&'static str),
     Panic,
@@ -230,6 +247,12 @@ impl JobHandler for Scripted {
                     _ = cx.cancel.cancelled() => Err(JobError::Cancelled("asked to stop".into())),
                 }
             }
+            Step::Until(done) => {
+                tokio::select! {
+                    _ = done.notified() => Ok(JobResult::new(JobOutcome::Succeeded)),
+                    _ = cx.cancel.cancelled() => Err(JobError::Cancelled("asked to stop".into())),
+                }
+            }
             Step::Retry(e) => Err(JobError::retryable(e)),
             Step::Permanent(e) => Err(JobError::permanent(e)),
             Step::Panic => {
@@ -257,4 +280,131 @@ pub async fn claim(q: &Queue) -> Option<ClaimedJob> {
         .claim_job("w", Duration::from_secs(30))
         .await
         .unwrap()
+}
+
+/// A hang detector for the waits below: far above what any of them takes
+/// on a loaded machine, not a claim about speed.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// Polls `done` until it holds; fails the test, saying it hung, after
+/// [`HANG`].
+pub async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + HANG;
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "hung: {what} did not happen within {HANG:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The store, counting the reaper's passes (its calls of
+/// `recover_expired_leases`), so that a test can wait for the next ones
+/// instead of for a while.
+pub struct CountingReaps {
+    pub inner: Arc<dyn Store>,
+    pub reaps: AtomicU32,
+}
+
+impl CountingReaps {
+    pub fn wrap(inner: Arc<dyn Store>) -> Arc<Self> {
+        Arc::new(CountingReaps {
+            inner,
+            reaps: AtomicU32::new(0),
+        })
+    }
+
+    pub fn reaps(&self) -> u32 {
+        self.reaps.load(Ordering::SeqCst)
+    }
+}
+
+mod counting {
+    use super::*;
+    use forgehand_bot::store::{
+        DeliveryQuery, DeliveryRow, InstallationRow, IntakeLog, JobDetail, JobLedger, JobQuery,
+        JobRow, Pruned, Recovered, Retention, StoreResult, TargetJob,
+    };
+
+    #[async_trait]
+    impl JobLedger for CountingReaps {
+        async fn target_history(&self, key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
+            self.inner.target_history(key, limit).await
+        }
+        async fn supersede_waiting(&self, key: &str, by: i64) -> StoreResult<Vec<i64>> {
+            self.inner.supersede_waiting(key, by).await
+        }
+        async fn request_stop(&self, key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>> {
+            self.inner.request_stop(key, by, reason).await
+        }
+        async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()> {
+            self.inner.record_result(job, result).await
+        }
+    }
+
+    #[async_trait]
+    impl Store for CountingReaps {
+        fn intake_log(&self) -> StoreResult<Box<dyn IntakeLog>> {
+            self.inner.intake_log()
+        }
+        async fn record_deliveries(&self, batch: &[NewDelivery]) -> StoreResult<Vec<Recorded>> {
+            self.inner.record_deliveries(batch).await
+        }
+        async fn claim_job(
+            &self,
+            worker: &str,
+            lease: Duration,
+        ) -> StoreResult<Option<ClaimedJob>> {
+            self.inner.claim_job(worker, lease).await
+        }
+        async fn heartbeat(
+            &self,
+            job: &ClaimedJob,
+            worker: &str,
+            lease: Duration,
+        ) -> StoreResult<bool> {
+            self.inner.heartbeat(job, worker, lease).await
+        }
+        async fn finish_job(
+            &self,
+            job: &ClaimedJob,
+            worker: &str,
+            finish: Finish,
+        ) -> StoreResult<bool> {
+            self.inner.finish_job(job, worker, finish).await
+        }
+        async fn recover_expired_leases(&self) -> StoreResult<Recovered> {
+            let recovered = self.inner.recover_expired_leases().await;
+            self.reaps.fetch_add(1, Ordering::SeqCst);
+            recovered
+        }
+        async fn installations(&self) -> StoreResult<Vec<InstallationRow>> {
+            self.inner.installations().await
+        }
+        async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
+            self.inner.stop_requested(job).await
+        }
+        async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
+            self.inner.list_deliveries(query).await
+        }
+        async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>> {
+            self.inner.list_jobs(query).await
+        }
+        async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>> {
+            self.inner.job(id).await
+        }
+        async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>> {
+            self.inner.job_counts().await
+        }
+        async fn delivery_payload(&self, id: i64) -> StoreResult<Option<Vec<u8>>> {
+            self.inner.delivery_payload(id).await
+        }
+        async fn prune(&self, retention: &Retention) -> StoreResult<Pruned> {
+            self.inner.prune(retention).await
+        }
+        async fn ping(&self) -> StoreResult<()> {
+            self.inner.ping().await
+        }
+    }
 }

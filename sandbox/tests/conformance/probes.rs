@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use forgehand_sandbox::{ExecRequest, ExitStatus, Limits, Stream};
 
-use crate::support::{self, Ctx};
+use crate::support::{self, Ctx, HANG};
 pub use crate::wall::*;
 
 pub async fn only_loopback_and_no_route(ctx: &Ctx) {
@@ -213,13 +213,11 @@ pub async fn fork_bomb_is_stopped_by_the_process_limit(ctx: &Ctx) {
             ..support::limits()
         })
         .await;
-    let started = Instant::now();
-    let out = bounded.sh("bomb() { bomb | bomb & }; bomb; wait").await;
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "the bomb ran {:?}",
-        started.elapsed()
-    );
+    // Stopped: the exec ends (by the process limit or its 5 s timeout).
+    // How soon is not asserted; a bomb that ran on fails after `HANG`.
+    let out = tokio::time::timeout(HANG, bounded.sh("bomb() { bomb | bomb & }; bomb; wait"))
+        .await
+        .unwrap_or_else(|_| panic!("hung: the bomb still ran after {HANG:?}"));
     let err = out.stderr.to_text();
     assert!(
         err.contains("Resource temporarily unavailable")
@@ -245,16 +243,18 @@ pub async fn fork_bomb_is_stopped_by_the_process_limit(ctx: &Ctx) {
 
 pub async fn wall_clock_limit_kills_the_whole_tree(ctx: &Ctx) {
     let started = Instant::now();
-    let out = ctx
-        .exec(ExecRequest::shell("sleep 654321 & sleep 1000").timeout(Duration::from_secs(2)))
-        .await;
+    // The commands would run for days: only the limit ends the exec. The
+    // wait is bounded by a hang detector, not timed.
+    let exec =
+        ctx.exec(ExecRequest::shell("sleep 654321 & sleep 1000").timeout(Duration::from_secs(2)));
+    let out = tokio::time::timeout(HANG, exec)
+        .await
+        .unwrap_or_else(|_| panic!("hung: the exec outlived its 2 s limit by {HANG:?}"));
     let took = started.elapsed();
     assert_eq!(out.status, ExitStatus::TimedOut);
-    assert!(
-        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
-        "{took:?}"
-    );
-    let left = support::wait_until_gone("654321", Duration::from_secs(3)).await;
+    // Not before the limit (a lower bound: a loaded machine only adds).
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    let left = support::wait_until_gone("654321", HANG).await;
     assert!(
         left.is_empty(),
         "the exec's background child survived the limit: {left:?}"
@@ -287,16 +287,26 @@ pub async fn output_is_byte_exact_and_streams_apart(ctx: &Ctx) {
     assert!(!out.stdout.is_truncated() && !out.stderr.is_truncated());
 }
 
+/// The command prints its first line, then waits until the test has read
+/// it (the test then makes `/workspace/streamed.go`): output that waited
+/// for the end would never come, and the test fails after `HANG`.
 pub async fn streamed_output_arrives_as_it_comes(ctx: &Ctx) {
     let mut stream = ctx
         .sandbox
-        .exec_stream(ExecRequest::shell(
-            "echo first; sleep 1; echo second >&2; echo third",
-        ))
+        .exec_stream(
+            ExecRequest::shell(
+                "echo first; while [ ! -e /workspace/streamed.go ]; do sleep 0.02; done; \
+                 echo second >&2; echo third",
+            )
+            // Longer than `HANG`: the hang detector speaks first.
+            .timeout(HANG * 10),
+        )
         .await
         .unwrap();
-    let started = Instant::now();
-    let first = stream.next_chunk().await.expect("a first chunk");
+    let first = tokio::time::timeout(HANG, stream.next_chunk())
+        .await
+        .unwrap_or_else(|_| panic!("hung: the first line waited for the end"))
+        .expect("a first chunk");
     assert_eq!(
         first.stream,
         Stream::Stdout,
@@ -304,10 +314,7 @@ pub async fn streamed_output_arrives_as_it_comes(ctx: &Ctx) {
         String::from_utf8_lossy(&first.bytes)
     );
     assert_eq!(first.bytes, b"first\n");
-    assert!(
-        started.elapsed() < Duration::from_millis(800),
-        "the first line waited for the end"
-    );
+    std::fs::write(ctx.workspace.path().join("streamed.go"), "").unwrap();
     let mut rest = Vec::new();
     while let Some(chunk) = stream.next_chunk().await {
         rest.push(chunk);
@@ -389,15 +396,22 @@ pub async fn root_file_system_is_read_only(ctx: &Ctx) {
 
 pub async fn tmp_and_background_processes_persist_between_execs(ctx: &Ctx) {
     ctx.ok("echo kept > /tmp/marker").await;
-    ctx.ok("nohup sh -c 'while :; do date +%s%N > /tmp/beat; sleep 0.05; done' >/dev/null 2>&1 &")
+    ctx.ok("nohup sh -c 'while :; do date +%s%N > /tmp/beat.new; mv /tmp/beat.new /tmp/beat; sleep 0.05; done' >/dev/null 2>&1 &")
         .await;
     assert_eq!(ctx.ok("cat /tmp/marker").await, "kept\n");
-    let first = ctx.ok("sleep 0.3; cat /tmp/beat").await;
-    let second = ctx.ok("sleep 0.3; cat /tmp/beat").await;
-    assert_ne!(
-        first, second,
-        "the background process stopped between execs"
-    );
+    // The beat changes between one exec and a later one: the process
+    // still runs. Asked until it has changed (a hang detector bounds it),
+    // not after a while.
+    let beat = || ctx.ok("while [ ! -s /tmp/beat ]; do sleep 0.02; done; cat /tmp/beat");
+    let first = beat().await;
+    let deadline = Instant::now() + HANG;
+    while beat().await == first {
+        assert!(
+            Instant::now() < deadline,
+            "hung: the background process stopped between execs (its beat stayed {first:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 pub async fn nothing_but_the_workspace_survives_destroy(ctx: &Ctx) {
@@ -407,7 +421,7 @@ pub async fn nothing_but_the_workspace_survives_destroy(ctx: &Ctx) {
         .await;
     if other.sandbox.isolation() == forgehand_sandbox::Isolation::SharedKernel {
         // Only a shared kernel shows the sandbox's processes to the host.
-        let seen = support::wait_until_present("543210", Duration::from_secs(3)).await;
+        let seen = support::wait_until_present("543210", HANG).await;
         assert!(
             !seen.is_empty(),
             "the background sleep never showed on the host"
@@ -415,7 +429,7 @@ pub async fn nothing_but_the_workspace_survives_destroy(ctx: &Ctx) {
     }
     let workspace = other.workspace.path().to_owned();
     other.sandbox.destroy().await.unwrap();
-    let left = support::wait_until_gone("543210", Duration::from_secs(3)).await;
+    let left = support::wait_until_gone("543210", HANG).await;
     assert!(
         left.is_empty(),
         "a background process survived destroy: {left:?}"
@@ -445,13 +459,44 @@ pub async fn nothing_but_the_workspace_survives_destroy(ctx: &Ctx) {
 }
 
 pub async fn a_cancelled_exec_leaves_no_process(ctx: &Ctx) {
-    let run = ctx
-        .sandbox
-        .exec(ExecRequest::shell("sleep 432101 & sleep 432101"));
-    assert!(tokio::time::timeout(Duration::from_millis(500), run)
-        .await
-        .is_err());
-    let left = support::wait_until_gone("432101", Duration::from_secs(3)).await;
+    // Cancelled (dropped) once both sleeps run: not after a while, when
+    // they might not have started yet. A shared kernel shows them to the
+    // host; a kernel of the sandbox's own, to a command in it.
+    // Boxed, so that dropping it below drops the exec itself.
+    let mut run = Box::pin(
+        ctx.sandbox
+            .exec(ExecRequest::shell("sleep 432101 & sleep 432101")),
+    );
+    let shared = ctx.sandbox.isolation() == forgehand_sandbox::Isolation::SharedKernel;
+    let deadline = Instant::now() + HANG;
+    loop {
+        let running = async {
+            if shared {
+                support::host_processes_with("432101").len()
+            } else {
+                let count = ctx.ok("pgrep -c -f 'sleep 43210[1]' || true").await;
+                count.trim().parse().unwrap_or(0)
+            }
+        };
+        tokio::select! {
+            out = &mut run => panic!(
+                "the exec ended by itself: {:?}",
+                out.map(|o| o.status.to_string()).map_err(|e| e.to_string())
+            ),
+            running = running => {
+                if running >= 2 {
+                    break;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hung: the exec's two sleeps did not both start within {HANG:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(run);
+    let left = support::wait_until_gone("432101", HANG).await;
     assert!(
         left.is_empty(),
         "the cancelled exec's processes survive: {left:?}"

@@ -182,6 +182,12 @@ impl Ctx {
     }
 }
 
+/// How long a probe waits for something that takes at most a second or
+/// two on a loaded machine (a process to show or to go, a command to end)
+/// before it fails, saying it hung: a hang detector, not a claim about
+/// speed.
+pub const HANG: Duration = Duration::from_secs(60);
+
 /// Host processes whose command line contains `needle` (a marker the
 /// probe put in an argument).
 pub fn host_processes_with(needle: &str) -> Vec<u32> {
@@ -262,11 +268,11 @@ pub async fn leftovers_of_a_killed_process_are_removed(helper: &str, backend: Ar
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let deadline = std::time::Instant::now() + HANG;
     while !out.exists() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the helper never made its sandbox"
+            "hung: the helper did not make its sandbox within {HANG:?}"
         );
         if let Some(status) = child.try_wait().unwrap() {
             panic!("the helper exited early: {status}");
@@ -275,9 +281,7 @@ pub async fn leftovers_of_a_killed_process_are_removed(helper: &str, backend: Ar
     }
     let id = std::fs::read_to_string(&out).unwrap();
     assert!(
-        !wait_until_present(CRASH_MARK, Duration::from_secs(3))
-            .await
-            .is_empty(),
+        !wait_until_present(CRASH_MARK, HANG).await.is_empty(),
         "the helper's background process runs"
     );
     child.kill().unwrap();
@@ -288,7 +292,7 @@ pub async fn leftovers_of_a_killed_process_are_removed(helper: &str, backend: Ar
         removed >= 1,
         "remove_leftovers found nothing of sandbox {id}"
     );
-    let left = wait_until_gone(CRASH_MARK, Duration::from_secs(5)).await;
+    let left = wait_until_gone(CRASH_MARK, HANG).await;
     assert!(
         left.is_empty(),
         "processes of the killed owner's sandbox survive: {left:?}"

@@ -6,7 +6,6 @@
 //! written; a system call is given arguments it would refuse anyway).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::time::Duration;
 
 use forgehand_sandbox::namespace::HostIdentity;
 
@@ -83,7 +82,7 @@ pub async fn the_agent_is_a_host_user_of_its_own(ctx: &Ctx) {
 
     // And the host sees every process of the sandbox as that user.
     ctx.ok("nohup sleep 4271 >/dev/null 2>&1 &").await;
-    let pids = support::wait_until_present("4271", Duration::from_secs(3)).await;
+    let pids = support::wait_until_present("4271", support::HANG).await;
     assert!(!pids.is_empty(), "the background process runs");
     for pid in pids {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -318,6 +318,11 @@ fn many_ignored_files_above_the_limit_are_not_refused_for_their_number() {
 /// gate fail instead of deciding, and 5,000 levels kept it asking git
 /// what is ignored, for every level again, for minutes. The walk refuses
 /// a tree nested deeper than `max_depth` as too large, before asking.
+///
+/// "At once" is not timed here: `Job::deliver` fails a gate that takes a
+/// minute (a hang detector, where this one takes well under a second),
+/// and the walk that asked at every level takes longer than that at
+/// 5,000 levels.
 #[test]
 fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
     for depth in [100, 5000] {
@@ -328,13 +333,7 @@ fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
             ),
             &[],
         );
-        let started = std::time::Instant::now();
         let (report, outcome) = job.deliver(ALLOW, MESSAGE);
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "{depth}: {:?}",
-            started.elapsed()
-        );
         assert_eq!(
             listed(&report),
             ["TooLarge 99 deep"],

@@ -11,14 +11,16 @@ use forgehand_tests::fake_forge::{Hold, Kind};
 use forgehand_tests::git_http::GitRequest;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::{good_script, review_script};
-use forgehand_tests::story::{host_processes_with, only, Story};
+use forgehand_tests::story::{end_held_command, held_command, held_command_pids, only, Story};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() {
+    // The command runs until the test ends it: the kill comes while it
+    // runs, however slow the machine.
     let mut script = vec![Step::call(
         "bash",
-        json!({"command": "sleep 4 && echo 646464"}),
+        json!({"command": held_command("646464")}),
     )];
     script.extend(good_script());
     let mut story = Story::start_with(
@@ -29,12 +31,14 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     .await;
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("646464").is_empty() {
+    while held_command_pids("646464").is_empty() {
         assert!(Instant::now() < deadline, "the agent never started");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
+    // What the killed service's sandbox ran goes with it.
+    end_held_command("646464");
     story.start_forgehand().await;
     let jobs = story.settled().await;
 
@@ -53,7 +57,7 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
 async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     let mut script = vec![Step::call(
         "bash",
-        json!({"command": "sleep 4 && echo 737373"}),
+        json!({"command": held_command("737373")}),
     )];
     script.extend(good_script());
     let mut story = Story::start_with(
@@ -67,7 +71,7 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     .await;
     story.label(1).await;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with("737373").is_empty() {
+    while held_command_pids("737373").is_empty() {
         assert!(Instant::now() < deadline, "the agent never started");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
@@ -75,6 +79,7 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
         .status(1)
         .starts_with("🛠️ **Forgehand is working on this.**"));
     story.kill_forgehand();
+    end_held_command("737373");
     story.start_forgehand().await;
     let jobs = story.settled().await;
 
