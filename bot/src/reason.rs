@@ -38,6 +38,8 @@ pub enum EnvProblem {
     Declaration,
     /// Its setup (its packages, its command) failed.
     Setup,
+    /// Its setup made more files than an environment may hold.
+    TooLarge,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,6 +97,7 @@ impl Reason {
         all.extend([
             Reason::Environment(EnvProblem::Declaration),
             Reason::Environment(EnvProblem::Setup),
+            Reason::Environment(EnvProblem::TooLarge),
             Reason::NoChanges,
             Reason::Denied,
             Reason::ForgeError,
@@ -118,6 +121,7 @@ impl Reason {
             Reason::Gate(refusal) => refusal.code(),
             Reason::Environment(EnvProblem::Declaration) => "environment:declaration",
             Reason::Environment(EnvProblem::Setup) => "environment:setup",
+            Reason::Environment(EnvProblem::TooLarge) => "environment:too_large",
             Reason::NoChanges => "no_changes",
             Reason::Denied => "denied",
             Reason::ForgeError => "forge_error",

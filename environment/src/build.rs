@@ -11,9 +11,11 @@
 //!    it is done so; a package that only works after its maintainer
 //!    scripts ran is not supported.
 //! 2. **Setup**: the repository's command in a sandbox whose root is the
-//!    guest image with that layer, whose `/workspace` is the base commit
-//!    under a writable layer, and whose home is kept. What it leaves in
-//!    both is the environment.
+//!    guest image with that layer, whose `/workspace` is a view of the
+//!    base commit holding only the environment's inputs
+//!    ([`crate::spec::inputs`]: exactly what the key covers) under a
+//!    writable layer, and whose home is kept. What it leaves in both is
+//!    the environment.
 //!
 //! Everything is built on a size-limited file system of its own
 //! (`environment.disk_mib`) and copied into the cache when done.
@@ -47,8 +49,9 @@ pub struct Setup<'a> {
     pub backend: &'a dyn Backend,
     /// The guest image.
     pub image: &'a Path,
-    /// The base commit's files, owned by the sandbox user (they are the
-    /// lower layer of the setup's `/workspace`, as of every job's).
+    /// The base commit's files (its verified checkout). The setup sees
+    /// only the declared inputs of it, copied into a view; with
+    /// `whole_tree`, all of it (then it must be the sandbox user's).
     pub base: &'a Path,
     pub declared: &'a Declared,
     pub key: &'a EnvKey,
@@ -60,6 +63,9 @@ pub struct Setup<'a> {
     pub limits: Limits,
     /// The size of the file system the environment is built on.
     pub disk_mib: u64,
+    /// The most files, directories and links it may hold, all its layers
+    /// together (`environment.max_entries`).
+    pub max_entries: usize,
     /// What the one door (the egress proxy) lets through.
     pub egress: &'a Policy,
 }
@@ -99,15 +105,23 @@ pub enum SetupError {
         quoted(.0)
     )]
     UnknownPackages(Vec<String>),
-    #[error("the setup command failed ({status}):\n{output}{refused}")]
+    #[error("the setup command failed ({status}):\n{output}{refused}{view}")]
     Setup {
         status: ExitStatus,
         output: String,
-        refused: Refused,
+        // Boxed: the error stays small.
+        refused: Box<Refused>,
+        view: ViewHint,
     },
     /// What the setup left cannot be kept (a path too long to copy).
     #[error(transparent)]
     Unkeepable(Unkeepable),
+    /// The setup made more entries than an environment may hold, or ran
+    /// its file system out of them.
+    #[error(
+        "the environment is too large: {what}, more than the {max} files and directories an environment may hold (environment.max_entries); nothing was kept"
+    )]
+    TooLarge { what: String, max: usize },
     #[error("the setup sandbox: {0}")]
     Sandbox(#[from] SandboxError),
     #[error("the egress proxy: {0}")]
@@ -129,7 +143,13 @@ impl SetupError {
                 | SetupError::UnknownPackages(_)
                 | SetupError::Setup { .. }
                 | SetupError::Unkeepable(_)
+                | SetupError::TooLarge { .. }
         )
+    }
+
+    /// Whether it is [`SetupError::TooLarge`] (`environment:too_large`).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, SetupError::TooLarge { .. })
     }
 }
 
@@ -213,6 +233,41 @@ impl std::fmt::Display for Refused {
     }
 }
 
+/// What the setup saw of the repository, said when it failed: a setup
+/// that reads a file outside its inputs fails for that reason.
+#[derive(Debug, Default)]
+pub struct ViewHint {
+    /// The view's files; `None` when it saw the whole tree. Boxed: the
+    /// error it is part of stays small.
+    files: Option<Box<[String]>>,
+}
+
+impl std::fmt::Display for ViewHint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Some(files) = &self.files else {
+            return Ok(());
+        };
+        const SHOWN: usize = 20;
+        let mut shown: Vec<String> = files
+            .iter()
+            .take(SHOWN)
+            .map(|path| printable(path).into_owned())
+            .collect();
+        if files.len() > SHOWN {
+            shown.push(format!("and {} more", files.len() - SHOWN));
+        }
+        let seen = if shown.is_empty() {
+            "none of the repository's files".to_owned()
+        } else {
+            shown.join(", ")
+        };
+        write!(
+            f,
+            "\nthe setup saw only the environment's inputs ({seen}): if it needs other files of the repository, add them to `[environment] inputs` in .forgehand.toml (glob patterns; `inputs = [\"**\"]` is the whole tree, set up again for every commit)\n"
+        )
+    }
+}
+
 /// `a`, `b`: names in the package grammar, which holds no backquote.
 fn quoted(names: &[String]) -> String {
     names
@@ -251,7 +306,7 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
         output.push_str(&run_setup(setup, &scratch, command, &mut egress).await?);
         timed("command", &mut steps);
     }
-    scratch.keep_into(&building.dir)?;
+    scratch.keep_into(&building.dir, setup.max_entries)?;
     drop(scratch);
     timed("keep", &mut steps);
     let info = EnvInfo {
@@ -268,6 +323,7 @@ pub async fn build(setup: &Setup<'_>, cache: &EnvCache) -> Result<Built, SetupEr
         built_at: cache::now(),
         last_used: cache::now(),
         bytes: 0,
+        entries: 0,
         setup_secs: started.elapsed().as_secs_f64(),
     };
     let env = cache.keep(building, info)?;
@@ -302,8 +358,15 @@ impl Scratch {
             "work",
             "merged",
             "root",
+            "view",
         ] {
             std::fs::create_dir(scratch.path(dir)).map_err(io("a scratch directory"))?;
+        }
+        if !setup.declared.whole_tree {
+            // Before the scratch is given to the sandbox user, so the view
+            // is theirs as the rest.
+            crate::view::copy(setup.base, &setup.declared.inputs, &scratch.path("view"))
+                .map_err(|e| SetupError::Io(format!("the inputs' view: {e}")))?;
         }
         setup
             .backend
@@ -319,7 +382,8 @@ impl Scratch {
     /// Copies the environment's layers out of the scratch file system
     /// (owners, modes, overlay whiteouts and their xattrs as they are),
     /// each checked first for what cannot be kept ([`keep::check`]).
-    fn keep_into(&self, dir: &Path) -> Result<(), SetupError> {
+    fn keep_into(&self, dir: &Path, max_entries: usize) -> Result<(), SetupError> {
+        let mut budget = max_entries;
         for (layer, place) in [
             ("rootfs", ""),
             ("home", "/home/agent"),
@@ -329,14 +393,21 @@ impl Scratch {
             if layer == "rootfs" && is_empty(&from) {
                 continue;
             }
-            keep::check(&from, place, keep::MAX_PATH_BYTES, keep::MAX_ENTRIES).map_err(
+            let entries = keep::check(&from, place, keep::MAX_PATH_BYTES, budget).map_err(
                 |error| match error {
+                    CheckError::Unkeepable(Unkeepable::TooManyEntries { place, .. }) => {
+                        SetupError::TooLarge {
+                            what: format!("it left more in {place}"),
+                            max: max_entries,
+                        }
+                    }
                     CheckError::Unkeepable(unkeepable) => SetupError::Unkeepable(unkeepable),
                     CheckError::Io { .. } => SetupError::Io(format!(
                         "checking the setup's {layer} before keeping it: {error}"
                     )),
                 },
             )?;
+            budget -= entries;
             keep::copy(&from, &dir.join(layer)).map_err(|problem| {
                 SetupError::Io(format!(
                     "copying the setup's {layer} into the cache: {problem}"
@@ -345,6 +416,21 @@ impl Scratch {
         }
         Ok(())
     }
+}
+
+/// Whether the file system at `path` has no inode left: a setup that
+/// failed there failed for making too many files, whatever it printed.
+fn out_of_inodes(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs on a NUL-terminated path we own, into a zeroed struct.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return false;
+    }
+    stat.f_files > 0 && stat.f_favail == 0
 }
 
 fn is_empty(dir: &Path) -> bool {
@@ -517,8 +603,14 @@ async fn run_setup(
                 .map_err(io("the rootfs overlay"))?,
         )
     };
+    let view = scratch.path("view");
+    let lower = if setup.declared.whole_tree {
+        setup.base
+    } else {
+        view.as_path()
+    };
     let workspace = Overlay::writable(
-        &[setup.base],
+        &[lower],
         &scratch.path("workspace"),
         &scratch.path("work"),
         &scratch.path("merged"),
@@ -540,25 +632,36 @@ async fn run_setup(
     drop(workspace);
     drop(rootfs);
     let out = out?;
+    if !out.status.success() && out_of_inodes(scratch.sized.path()) {
+        return Err(SetupError::TooLarge {
+            what: "it ran its file system out of inodes".into(),
+            max: setup.max_entries,
+        });
+    }
     if !out.status.success() {
         let output = printed(&out);
         let refused = Refused::from_summary(egress, &output, setup.ca_bundle.is_some()).await;
+        let view = ViewHint {
+            files: (!setup.declared.whole_tree)
+                .then(|| setup.declared.inputs.clone().into_boxed_slice()),
+        };
         return Err(SetupError::Setup {
             status: out.status,
             output,
-            refused,
+            refused: Box::new(refused),
+            view,
         });
     }
-    keep_additions_only(&scratch.path("workspace"), setup.base)
-        .map_err(io("the workspace layer"))?;
+    keep_additions_only(&scratch.path("workspace"), lower).map_err(io("the workspace layer"))?;
     Ok(printed(&out))
 }
 
 /// Takes out of the setup's workspace layer whatever is not an addition
-/// to the base commit: files it changed or deleted there (a rewritten
-/// lockfile, a removed test) are not the environment's, and under a later
-/// base commit they would hide that commit's own files. Never follows a
-/// link; the layer is on the setup's own size-limited file system.
+/// to what it saw: files it changed or deleted there (a rewritten
+/// lockfile) are not the environment's. (An addition at a path the
+/// commit has outside the view never hides the commit's file: a job's
+/// checkout lies above the environment's layer.) Never follows a link;
+/// the layer is on the setup's own size-limited file system.
 fn keep_additions_only(layer: &Path, base: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::FileTypeExt;
     let mut pending = vec![PathBuf::new()];

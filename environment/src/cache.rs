@@ -1,6 +1,9 @@
 //! Environments kept on disk, one directory each under their key, reused
 //! by every job of the repository until the key changes, and evicted by
-//! least recent use past `environment.cache_max_gib`:
+//! least recent use past `environment.cache_max_gib` or past
+//! `environment.cache_max_entries` files and directories (a setup making
+//! many empty files takes few blocks but many of the file system's
+//! inodes), and removed once unused for `environment.max_idle_days`:
 //!
 //! ```text
 //! <dir>/envs/<key>/info.json   what it is (repository, source, size, last use)
@@ -45,6 +48,9 @@ pub struct EnvInfo {
     pub last_used: u64,
     /// Bytes on disk, counted when it was kept.
     pub bytes: u64,
+    /// Files, directories and links, counted when it was kept.
+    #[serde(default)]
+    pub entries: u64,
     /// How long its setup took, packages included.
     pub setup_secs: f64,
 }
@@ -54,6 +60,9 @@ pub struct EnvInfo {
 pub struct EnvCache {
     dir: PathBuf,
     max_bytes: u64,
+    max_entries: u64,
+    /// Seconds unused after which an environment is removed.
+    max_idle: Option<u64>,
 }
 
 /// A kept environment in use: it is not evicted while this lives.
@@ -143,6 +152,8 @@ impl EnvCache {
         let cache = EnvCache {
             dir: std::path::absolute(dir).map_err(at(dir))?,
             max_bytes: max_gib.saturating_mul(1 << 30),
+            max_entries: u64::MAX,
+            max_idle: None,
         };
         for sub in ["envs", "building"] {
             private_dir(&cache.dir.join(sub))?;
@@ -150,6 +161,19 @@ impl EnvCache {
         private_dir(&cache.dir)?;
         cache.remove_stale_builds();
         Ok(cache)
+    }
+
+    /// At most `max` entries kept in all (`environment.cache_max_entries`).
+    pub fn with_max_entries(mut self, max: u64) -> Self {
+        self.max_entries = max;
+        self
+    }
+
+    /// Environments unused for `days` removed (`environment.max_idle_days`;
+    /// 0: never).
+    pub fn with_max_idle_days(mut self, days: u64) -> Self {
+        self.max_idle = (days > 0).then(|| days.saturating_mul(86_400));
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -211,7 +235,8 @@ impl EnvCache {
             let _lock = lock(&self.lock_path(&key), libc::LOCK_EX).map_err(at(&dir))?;
             if read_info(&dir).is_none() {
                 remove_tree(&dir);
-                info.bytes = disk_usage(&building.dir);
+                let usage = usage(&building.dir);
+                (info.bytes, info.entries) = (usage.bytes, usage.entries);
                 info.key = key.clone();
                 write_info(&building.dir, &info)?;
                 std::fs::rename(&building.dir, &dir).map_err(at(&dir))?;
@@ -257,21 +282,49 @@ impl EnvCache {
         Ok(existed)
     }
 
-    /// Removes the least recently used environments (never `keep`, never
-    /// one in use) until the rest fit the cache's size.
+    /// Removes the environments unused for longer than the cache keeps
+    /// them, then the least recently used (never `keep`, never one in
+    /// use) until the rest fit the cache's size in bytes and in entries.
     pub fn evict(&self, keep: &str) -> Vec<String> {
         let mut envs = self.list();
-        let mut total: u64 = envs.iter().map(|e| e.bytes).sum();
         let mut evicted = Vec::new();
-        while total > self.max_bytes {
+        if let Some(max_idle) = self.max_idle {
+            let now = now();
+            envs.retain(|env| {
+                let idle = now.saturating_sub(env.last_used) > max_idle;
+                if !idle || env.key == keep {
+                    return true;
+                }
+                match self.remove(&env.key) {
+                    Ok(_) => {
+                        tracing::info!(key = %env.key, repository = %env.repository, "environment removed, unused (environment.max_idle_days)");
+                        evicted.push(env.key.clone());
+                        false
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "not removed");
+                        true
+                    }
+                }
+            });
+        }
+        let mut bytes: u64 = envs.iter().map(|e| e.bytes).sum();
+        let mut entries: u64 = envs.iter().map(|e| e.entries).sum();
+        while bytes > self.max_bytes || entries > self.max_entries {
             let Some(oldest) = envs.pop() else { break };
             if oldest.key == keep {
                 continue;
             }
             match self.remove(&oldest.key) {
                 Ok(_) => {
-                    tracing::info!(key = %oldest.key, repository = %oldest.repository, bytes = oldest.bytes, "environment evicted (environment.cache_max_gib)");
-                    total = total.saturating_sub(oldest.bytes);
+                    let limit = if bytes > self.max_bytes {
+                        "environment.cache_max_gib"
+                    } else {
+                        "environment.cache_max_entries"
+                    };
+                    tracing::info!(key = %oldest.key, repository = %oldest.repository, bytes = oldest.bytes, entries = oldest.entries, limit, "environment evicted");
+                    bytes = bytes.saturating_sub(oldest.bytes);
+                    entries = entries.saturating_sub(oldest.entries);
                     evicted.push(oldest.key);
                 }
                 Err(error) => tracing::debug!(%error, "not evicted"),
@@ -362,19 +415,28 @@ fn flock(file: &File, operation: libc::c_int) -> io::Result<()> {
 
 /// Bytes the tree at `dir` takes on disk (blocks, so sparse files count
 /// what they use), never following a symlink or leaving the file system.
-pub(crate) fn disk_usage(dir: &Path) -> u64 {
+/// What a tree takes on its file system.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    pub bytes: u64,
+    pub entries: u64,
+}
+
+/// The blocks and entries of the tree at `dir`, on its own file system.
+pub(crate) fn usage(dir: &Path) -> Usage {
     let Ok(top) = std::fs::symlink_metadata(dir) else {
-        return 0;
+        return Usage::default();
     };
     let device = top.dev();
-    let mut total = 0u64;
+    let mut total = Usage::default();
     let mut pending = vec![dir.to_owned()];
     while let Some(path) = pending.pop() {
         for entry in std::fs::read_dir(&path).into_iter().flatten().flatten() {
             let Ok(meta) = entry.path().symlink_metadata() else {
                 continue;
             };
-            total = total.saturating_add(meta.blocks() * 512);
+            total.bytes = total.bytes.saturating_add(meta.blocks() * 512);
+            total.entries += 1;
             if meta.is_dir() && meta.dev() == device {
                 pending.push(entry.path());
             }
@@ -408,6 +470,7 @@ mod tests {
             built_at: now(),
             last_used: now(),
             bytes: 0,
+            entries: 0,
             setup_secs: 1.5,
         }
     }

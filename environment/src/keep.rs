@@ -58,14 +58,15 @@ pub enum CheckError {
 
 /// Walks `layer` (seen at `place` in the sandbox: `/workspace`,
 /// `/home/agent`) for what cannot be kept, within `max_path` bytes of path
-/// and `max_entries` entries. Iterative, never following a link, and never
-/// opening a path longer than `max_path` below `layer`.
+/// and `max_entries` entries; returns how many entries it holds.
+/// Iterative, never following a link, and never opening a path longer
+/// than `max_path` below `layer`.
 pub fn check(
     layer: &Path,
     place: &'static str,
     max_path: usize,
     max_entries: usize,
-) -> Result<(), CheckError> {
+) -> Result<usize, CheckError> {
     let mut entries = 0usize;
     let mut pending = vec![PathBuf::new()];
     while let Some(rel) = pending.pop() {
@@ -97,7 +98,7 @@ pub fn check(
             }
         }
     }
-    Ok(())
+    Ok(entries)
 }
 
 /// `place/rel`, its controls escaped, its first characters only.

@@ -11,7 +11,8 @@
 //! * [`hosts`]: the allow-list proposed from the host's own package
 //!   managers (`forgehand env hosts`).
 //! * [`build`]: the setup phase, in sandboxes whose only way out is the
-//!   egress proxy; [`cache`]: the built environments kept on disk.
+//!   egress proxy, over a [`view`] of only the environment's inputs;
+//!   [`cache`]: the built environments kept on disk.
 
 pub mod build;
 pub mod cache;
@@ -19,3 +20,4 @@ pub mod egress;
 pub mod hosts;
 pub mod keep;
 pub mod spec;
+pub mod view;

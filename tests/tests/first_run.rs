@@ -128,6 +128,11 @@ async fn run_with_no_configuration_from_a_fresh_directory() {
         stdout.lines().next().unwrap(),
         "untested: Fix add in calc.sh (no environment: the tests were not run — declare one in .forgehand.toml)"
     );
+    // Issue 26: with it, what to declare.
+    assert!(
+        stdout.contains("a .forgehand.toml to start from:\n    [environment]\n"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("forgehand: no configuration file"),
         "{stderr}"

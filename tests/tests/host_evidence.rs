@@ -20,7 +20,7 @@ fn project(dir: &Path) {
         &[
             (
                 ".forgehand.toml",
-                "[environment]\nsetup = \"sh setup.sh\"\ntest = \"python3 test_x.py\"\n".into(),
+                "[environment]\nsetup = \"sh setup.sh\"\ntest = \"python3 test_x.py\"\ninputs = [\"setup.sh\"]\n".into(),
             ),
             (
                 "setup.sh",

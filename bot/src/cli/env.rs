@@ -10,7 +10,8 @@ use forgehand_environment::spec::EnvKey;
 use crate::config::Config;
 use crate::environment::Environments;
 
-/// One line per kept environment: its key, repository, size, last use.
+/// One line per kept environment: its key, repository, size in bytes
+/// and in entries, last use.
 pub fn list(config: &Config, out: &mut dyn Write) -> anyhow::Result<()> {
     let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
     let kept = environments.list();
@@ -24,10 +25,11 @@ pub fn list(config: &Config, out: &mut dyn Write) -> anyhow::Result<()> {
     for env in kept {
         writeln!(
             out,
-            "{}  {}  {}  {}",
+            "{}  {}  {}  {} entries  {}",
             env.key,
             env.repository,
             size(env.bytes),
+            env.entries,
             crate::time::rfc3339(env.last_used as i64 * 1000)
         )?;
     }

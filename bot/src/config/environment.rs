@@ -38,6 +38,18 @@ pub struct EnvironmentConfig {
     /// Kept environments past this size are evicted, least recently used
     /// first.
     pub cache_max_gib: u64,
+    /// The most files, directories and links one environment may hold
+    /// (its layers together): a setup making more fails
+    /// `environment:too_large`, as does one that runs its file system
+    /// out of inodes.
+    pub max_entries: usize,
+    /// Kept environments past this many entries in all are evicted, least
+    /// recently used first: the host's file system has inodes as it has
+    /// blocks.
+    pub cache_max_entries: u64,
+    /// A kept environment unused for this many days is removed. 0: kept
+    /// until evicted.
+    pub max_idle_days: u64,
     /// Rounds the agent gets to fix a failing test run before the pull
     /// request is opened as a draft.
     pub test_retries: u32,
@@ -64,6 +76,9 @@ impl Default for EnvironmentConfig {
             disk_mib: 8192,
             cache_dir: "forgehand-data/environments".into(),
             cache_max_gib: 20,
+            max_entries: 500_000,
+            cache_max_entries: 5_000_000,
+            max_idle_days: 30,
             test_retries: 1,
             detect: true,
             max_age_hours: 168,
@@ -150,6 +165,14 @@ impl EnvironmentConfig {
         }
         if self.disk_mib < 64 {
             problems.push("environment.disk_mib: must be at least 64".into());
+        }
+        if self.max_entries < 100 {
+            problems.push("environment.max_entries: must be at least 100".into());
+        }
+        if self.cache_max_entries < self.max_entries as u64 {
+            problems.push(
+                "environment.cache_max_entries: must be at least environment.max_entries".into(),
+            );
         }
         if self.max_age_hours > MAX_AGE_HOURS {
             problems.push(format!(

@@ -60,6 +60,9 @@ impl RepoFiles for CommitFiles<'_> {
     }
 
     fn tree_id(&self, dir: &str) -> Option<String> {
+        if dir.is_empty() {
+            return Some(self.tree.id().to_string());
+        }
         let entry = self.tree.get_path(std::path::Path::new(dir)).ok()?;
         (entry.kind() == Some(ObjectType::Tree)).then(|| entry.id().to_string())
     }
@@ -112,6 +115,12 @@ impl RepoFiles for CommitFiles<'_> {
             Ok(Ok(tree)) => names(&tree),
             _ => Vec::new(),
         }
+    }
+
+    fn executable(&self, path: &str) -> bool {
+        self.tree
+            .get_path(std::path::Path::new(path))
+            .is_ok_and(|entry| entry.filemode() == 0o100755)
     }
 
     fn link(&self, path: &str) -> Option<String> {

@@ -32,6 +32,9 @@ pub const ARTEFACTS: &[&str] = &[
     "*.egg-info/",
     ".eggs/",
     ".coverage",
+    ".coverage.*",
+    "htmlcov/",
+    "coverage.xml",
     "node_modules/",
     ".npm/",
     ".nyc_output/",
@@ -80,11 +83,13 @@ impl Layered {
             .prepare_for_sandbox(&upper)
             .await
             .map_err(|e| e.to_string())?;
-        let mut lowers: Vec<PathBuf> = Vec::new();
+        // The commit's files above the environment's: what the setup
+        // added at a path the commit has (the setup saw only its inputs)
+        // never hides the commit's own file.
+        let mut lowers: Vec<PathBuf> = vec![checkout.tree.clone()];
         if let Some(env) = &env {
             lowers.push(env.workspace());
         }
-        lowers.push(checkout.tree.clone());
         let lower_refs: Vec<&Path> = lowers.iter().map(PathBuf::as_path).collect();
         let tree = Overlay::writable(&lower_refs, &upper, &work, &job_dir.tree())
             .map_err(|e| format!("the working copy's overlay: {e}"))?;
@@ -162,8 +167,8 @@ impl Layered {
 
     /// Layers for the host's test run, mounted in `dir` (empty, on the
     /// job's disk): `commit` (the files the commit changes, and whiteouts
-    /// for those it removes) over the environment's workspace and the
-    /// shared checkout, a fresh home over the environment's, and the
+    /// for those it removes) over the shared checkout and the
+    /// environment's workspace, a fresh home over the environment's, and the
     /// environment's root. Nothing of the agent's layers is beneath: what
     /// the tests see is what is committed, over what the environment is.
     pub async fn over_commit(
@@ -185,11 +190,10 @@ impl Layered {
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        let mut lowers: Vec<PathBuf> = vec![commit.to_owned()];
+        let mut lowers: Vec<PathBuf> = vec![commit.to_owned(), self._checkout.tree.clone()];
         if let Some(env) = &self._env {
             lowers.push(env.workspace());
         }
-        lowers.push(self._checkout.tree.clone());
         let lower_refs: Vec<&Path> = lowers.iter().map(PathBuf::as_path).collect();
         let tree = Overlay::writable(&lower_refs, &upper, &work, &merged)
             .map_err(|e| format!("the tested tree's overlay: {e}"))?;

@@ -105,7 +105,8 @@ pub enum EnvFailure {
     /// expected).
     #[error("{0}")]
     Declaration(#[from] DeclareError),
-    /// Its setup (its packages or its command) failed.
+    /// Its setup (its packages or its command) failed, or made more
+    /// than an environment may hold ([`SetupError::is_too_large`]).
     #[error("{0}")]
     Setup(SetupError),
     /// Forgehand's machinery.
@@ -133,12 +134,15 @@ impl From<CacheError> for EnvFailure {
 pub struct Environments {
     cache: EnvCache,
     policy: Policy,
+    /// `environment.allow_hosts` as written: the key covers it.
+    allowed: Vec<String>,
     ca_bundle: Option<Vec<u8>>,
     image: PathBuf,
     image_id: String,
     detect: bool,
     limits: Limits,
     disk_mib: u64,
+    max_entries: usize,
     max_age: Option<std::time::Duration>,
 }
 
@@ -146,19 +150,24 @@ impl Environments {
     pub fn new(config: &Config) -> Result<Self, String> {
         let env = &config.environment;
         crate::private::dir(&env.cache_dir).map_err(|e| format!("environment.cache_dir: {e}"))?;
-        let cache = EnvCache::open(&env.cache_dir, env.cache_max_gib).map_err(|e| e.to_string())?;
+        let cache = EnvCache::open(&env.cache_dir, env.cache_max_gib)
+            .map_err(|e| e.to_string())?
+            .with_max_entries(env.cache_max_entries)
+            .with_max_idle_days(env.max_idle_days);
         let mut limits = config.sandbox.limits();
         limits.memory_mib = env.memory_mib;
         limits.timeout = env.setup_timeout();
         Ok(Environments {
             cache,
             policy: env.egress()?,
+            allowed: env.allow_hosts.clone(),
             ca_bundle: env.ca_bundle()?,
             image: config.sandbox.rootfs.clone(),
             image_id: image_id(&config.sandbox.rootfs),
             detect: env.detect,
             limits,
             disk_mib: env.disk_mib,
+            max_entries: env.max_entries,
             max_age: env.max_age(),
         })
     }
@@ -190,6 +199,7 @@ impl Environments {
                 repository,
                 declared: &declared,
                 ca_bundle: self.ca_bundle.as_deref(),
+                allowed: &self.allowed,
             },
             files,
         )
@@ -277,6 +287,7 @@ impl Environments {
             ca_bundle: self.ca_bundle.as_deref(),
             limits: self.limits.clone(),
             disk_mib: self.disk_mib,
+            max_entries: self.max_entries,
             egress: &self.policy,
         };
         let built = build::build(&setup, &self.cache).await?;

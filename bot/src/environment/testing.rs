@@ -36,6 +36,10 @@ pub enum TestResult {
 pub struct Testing {
     pub commands: Vec<TestCommand>,
     pub result: TestResult,
+    /// With no environment (nothing declared or detected): a
+    /// `.forgehand.toml` to start from ([`propose`](forgehand_environment::spec::propose)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<String>,
 }
 
 /// At most this many test commands are reported.
@@ -68,12 +72,26 @@ impl Testing {
             (None, Some(c)) if c.exit_code != 0 => TestResult::Failed,
             (None, _) => TestResult::None,
         };
-        Testing { commands, result }
+        Testing {
+            commands,
+            result,
+            proposal: None,
+        }
     }
 
     /// The pull request's "Testing" section, in Markdown.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
+        if let (TestResult::None, Some(proposal)) = (self.result, &self.proposal) {
+            out.push_str(
+                "No environment: the tests were not run — declare one in `.forgehand.toml`, for example:\n\n",
+            );
+            out.push_str(&markdown::fenced(proposal));
+            if self.commands.is_empty() {
+                return out;
+            }
+            out.push('\n');
+        }
         match self.result {
             TestResult::Passed => out.push_str("The last test run passed.\n\n"),
             TestResult::Failed => out.push_str(

@@ -256,13 +256,13 @@ fn the_repositorys_text_in_the_status_comment() {
     assert_snapshot!(
         status::failed(
             Reason::Environment(EnvProblem::Declaration),
-            ".forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup and test"
+            ".forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup, test and inputs"
         ),
         @r"
     ❌ Stopped: `environment:declaration`. The repository's environment could not be used:
 
     ```text
-    .forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup and test
+    .forgehand.toml, line 2, column 1: unknown key `bogus\u{1b}[31m`## Testing` in [environment], which has packages, setup, test and inputs
     ```
     "
     );

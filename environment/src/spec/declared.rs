@@ -21,9 +21,14 @@ pub struct Declared {
     /// The command that shows a change works, run in `/workspace`.
     pub test: Option<String>,
     pub source: Source,
-    /// The files whose contents define the environment (lockfiles,
-    /// manifests, files the setup names), sorted; the key covers them.
+    /// The files the setup sees, and whose contents define the
+    /// environment (lockfiles, manifests, what `[environment] inputs`
+    /// adds), sorted; the key covers them.
     pub inputs: Vec<String>,
+    /// The setup sees the whole tree instead (`inputs = ["**"]`, a
+    /// devcontainer without `inputs`): the key is the tree's.
+    #[serde(default)]
+    pub whole_tree: bool,
 }
 
 impl Declared {
@@ -89,14 +94,25 @@ impl DevcontainerPath {
 /// when it declares nothing and nothing is detected (or `detect` is off).
 pub fn declared(files: &dyn RepoFiles, detect: bool) -> Result<Option<Declared>, DeclareError> {
     let file = DeclFile::ForgehandToml;
-    let toml = read(files, file)?.map(forgehand_toml::parse).transpose()?;
-    if let Some(environment) = toml.flatten() {
+    let toml = read(files, file)?
+        .map(forgehand_toml::parse)
+        .transpose()?
+        .flatten();
+    // `inputs` alone widens what another declaration's setup sees; any
+    // other key (or an empty table, which turns detection off) makes the
+    // table the whole declaration.
+    let patterns = toml.as_ref().map(|e| e.inputs.clone()).unwrap_or_default();
+    if let Some(environment) = toml.filter(|e| e.declares() || e.inputs.is_empty()) {
         return finish(
             files,
             Source::ForgehandToml,
-            environment.packages,
-            environment.setup,
-            environment.test,
+            Parts {
+                packages: environment.packages,
+                setup: environment.setup,
+                test: environment.test,
+            },
+            &patterns,
+            false,
         )
         .map(Some);
     }
@@ -107,14 +123,20 @@ pub fn declared(files: &dyn RepoFiles, detect: bool) -> Result<Option<Declared>,
     };
     if let Some((path, setup)) = devcontainer_setup(files)? {
         // The devcontainer's own commands install the tools, not the
-        // detected setup: the test is the toolchain's usual command.
+        // detected setup: the test is the toolchain's usual command. Its
+        // commands were written for a full checkout: without `inputs`,
+        // it sees the whole tree (and is built again for every commit).
         let test = joined(plans.iter().filter_map(|plan| plan.plain_test.as_deref()));
         return finish(
             files,
             Source::Devcontainer(path),
-            packages(&plans),
-            Some(setup),
-            test,
+            Parts {
+                packages: packages(&plans),
+                setup: Some(setup),
+                test,
+            },
+            &patterns,
+            patterns.is_empty(),
         )
         .map(Some);
     }
@@ -124,7 +146,19 @@ pub fn declared(files: &dyn RepoFiles, detect: bool) -> Result<Option<Declared>,
     let setup = joined(plans.iter().map(|plan| plan.setup.as_str()));
     let test = joined(plans.iter().filter_map(|plan| plan.test.as_deref()));
     let source = Source::Detected(plans.iter().map(|plan| plan.toolchain).collect());
-    finish(files, source, packages(&plans), setup, test).map(Some)
+    let parts = Parts {
+        packages: packages(&plans),
+        setup,
+        test,
+    };
+    finish(files, source, parts, &patterns, false).map(Some)
+}
+
+/// What a declaration says, before its inputs are found.
+struct Parts {
+    packages: Vec<DebianPackage>,
+    setup: Option<String>,
+    test: Option<String>,
 }
 
 fn read(files: &dyn RepoFiles, file: DeclFile) -> Result<Option<Vec<u8>>, DeclareError> {
@@ -162,19 +196,25 @@ fn joined<'a>(commands: impl Iterator<Item = &'a str>) -> Option<String> {
 fn finish(
     files: &dyn RepoFiles,
     source: Source,
-    mut packages: Vec<DebianPackage>,
-    setup: Option<String>,
-    test: Option<String>,
+    parts: Parts,
+    patterns: &[String],
+    whole_tree: bool,
 ) -> Result<Declared, DeclareError> {
+    let Parts {
+        mut packages,
+        setup,
+        test,
+    } = parts;
     packages.sort();
     packages.dedup();
-    let inputs = inputs::inputs(files, setup.as_deref()).map_err(DeclareError::Files)?;
+    let inputs = inputs::inputs(files, patterns, whole_tree).map_err(DeclareError::Files)?;
     Ok(Declared {
         packages,
         setup,
         test,
         source,
-        inputs,
+        inputs: inputs.files,
+        whole_tree: inputs.whole_tree,
     })
 }
 

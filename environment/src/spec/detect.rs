@@ -11,6 +11,7 @@
 //! | `uv.lock` | uv | python3-venv | pip installs uv into `$HOME/.uv`, then `uv sync --frozen` | `.venv/bin/python -m pytest` ² |
 //! | `poetry.lock` | Poetry | python3-venv | pip installs Poetry into `$HOME/.poetry`, then `poetry install` (virtualenv in `.venv`) | `.venv/bin/python -m pytest` ² |
 //! | `requirements.txt` | pip | python3-venv, python3-pip | a virtualenv in `$HOME/.venv`, `pip install -r requirements.txt` | `$HOME/.venv/bin/python -m pytest` ³ |
+//! | `pyproject.toml`, `setup.cfg` or `tox.ini` (none of the above) | pip | python3-venv, python3-pip | a virtualenv in `$HOME/.venv`, `pip install` of the dependencies, test extras and groups, tox's deps and the build backend ([`python_project`]) | the project installed offline (`pip install --no-deps --no-build-isolation --no-index -e .`), then tox's commands or `python -m pytest` ⁴ |
 //! | `Cargo.lock` or `Cargo.toml` | Cargo | cargo | `cargo fetch` | `cargo test --offline` |
 //! | `go.mod` | Go modules | golang-go | `go mod download` | `go test ./...` |
 //!
@@ -24,6 +25,13 @@
 //! `setup.cfg` or `tox.ini`), and then the setup installs `pytest` too,
 //! since the tests cannot run without it. A plain `tests/` directory of
 //! `unittest` files is not seen: [`RepoFiles`] answers for files only.
+//!
+//! ⁴ When pytest is among the requirements, tox gives commands, or the
+//! repository shows pytest tests (pytest is then installed too).
+//!
+//! uv and Poetry install the dependencies only (`--no-install-project`,
+//! `--no-root`): the setup sees only the manifests and lockfiles
+//! ([`super::inputs`]), not the project's sources.
 //!
 //! One toolchain per language is taken, the first in the table's order
 //! (a pnpm lockfile beside a stale `package-lock.json` is a pnpm project);
@@ -48,6 +56,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::inputs::{read_text, requirement_closure};
+use super::python_project;
 use super::{FilesError, RepoFiles};
 
 /// npm's `scripts.test` in a fresh `package.json`, which only fails.
@@ -80,6 +89,9 @@ pub enum Toolchain {
     Pip,
     Uv,
     Poetry,
+    /// An ordinary project: `pyproject.toml`, `setup.cfg`, `tox.ini`
+    /// without a lockfile or `requirements.txt`.
+    PythonProject,
     Cargo,
     Go,
 }
@@ -93,6 +105,7 @@ impl fmt::Display for Toolchain {
             Toolchain::Pip => "pip",
             Toolchain::Uv => "uv",
             Toolchain::Poetry => "Poetry",
+            Toolchain::PythonProject => "pip (the project's manifests)",
             Toolchain::Cargo => "Cargo",
             Toolchain::Go => "Go modules",
         })
@@ -229,7 +242,7 @@ fn pinned_version(manifest: Option<&serde_json::Value>, tool: &str) -> Option<St
 fn python(files: &dyn RepoFiles) -> Result<Option<Plan>, FilesError> {
     const VENV: &[&str] = &["python3-venv"];
     if files.exists("uv.lock") {
-        let setup = "python3 -m venv \"$HOME/.uv\" && \"$HOME/.uv/bin/pip\" install uv && UV_PYTHON_DOWNLOADS=never \"$HOME/.uv/bin/uv\" sync --frozen";
+        let setup = "python3 -m venv \"$HOME/.uv\" && \"$HOME/.uv/bin/pip\" install uv && UV_PYTHON_DOWNLOADS=never \"$HOME/.uv/bin/uv\" sync --frozen --no-install-project";
         return Ok(Some(Plan::new(Toolchain::Uv, VENV, setup).tested(
             locks_pytest(files, "uv.lock")?,
             ".venv/bin/python -m pytest",
@@ -237,7 +250,7 @@ fn python(files: &dyn RepoFiles) -> Result<Option<Plan>, FilesError> {
         )));
     }
     if files.exists("poetry.lock") {
-        let setup = "python3 -m venv \"$HOME/.poetry\" && \"$HOME/.poetry/bin/pip\" install poetry && POETRY_VIRTUALENVS_IN_PROJECT=true \"$HOME/.poetry/bin/poetry\" install --no-interaction";
+        let setup = "python3 -m venv \"$HOME/.poetry\" && \"$HOME/.poetry/bin/pip\" install poetry && POETRY_VIRTUALENVS_IN_PROJECT=true \"$HOME/.poetry/bin/poetry\" install --no-interaction --no-root";
         return Ok(Some(Plan::new(Toolchain::Poetry, VENV, setup).tested(
             locks_pytest(files, "poetry.lock")?,
             ".venv/bin/python -m pytest",
@@ -245,7 +258,7 @@ fn python(files: &dyn RepoFiles) -> Result<Option<Plan>, FilesError> {
         )));
     }
     if !files.exists("requirements.txt") {
-        return Ok(None);
+        return project_plan(files);
     }
     let required = requirement_closure(files, vec!["requirements.txt".into()])?
         .iter()
@@ -264,6 +277,75 @@ fn python(files: &dyn RepoFiles) -> Result<Option<Plan>, FilesError> {
             "\"$HOME/.venv/bin/python\" -m pytest",
             "python3 -m pytest",
         ),
+    ))
+}
+
+/// An ordinary project's plan ([`python_project`]): its dependencies
+/// into `$HOME/.venv` at setup; the project itself, offline, at the start
+/// of the test command (its sources are not in the setup's view, and
+/// change with every commit).
+fn project_plan(files: &dyn RepoFiles) -> Result<Option<Plan>, FilesError> {
+    let Some(project) = python_project::project(files)? else {
+        return Ok(None);
+    };
+    let mut requirements: Vec<String> = project.requirements.clone();
+    let shows_tests = !project.requires_pytest() && shows_pytest_tests(files)?;
+    if shows_tests {
+        requirements.push("pytest".into());
+    }
+    let has_backend = requirements.iter().any(|r| {
+        let name = python_project::name_of(r);
+        [
+            "setuptools",
+            "hatchling",
+            "poetry-core",
+            "flit-core",
+            "pdm-backend",
+        ]
+        .contains(&name.as_str())
+    });
+    if project.installable && !has_backend {
+        // pip's default backend when a project names none.
+        requirements.extend(["setuptools".into(), "wheel".into()]);
+    }
+    if project.hatchling {
+        requirements.push("editables".into());
+    }
+    let mut setup = String::from("python3 -m venv \"$HOME/.venv\"");
+    if !requirements.is_empty() {
+        setup.push_str(" && \"$HOME/.venv/bin/pip\" install");
+        for requirement in &requirements {
+            setup.push(' ');
+            setup.push_str(&python_project::quote(requirement));
+        }
+    }
+    let mut test = String::from("export PATH=\"$HOME/.venv/bin:$PATH\"");
+    if project.installable {
+        test.push_str(" && ");
+        if project.scm_version {
+            // No git directory in the sandbox: a version from version
+            // control has nothing to read.
+            test.push_str("SETUPTOOLS_SCM_PRETEND_VERSION=0+forgehand ");
+        }
+        test.push_str("pip install -q --no-deps --no-build-isolation --no-index -e .");
+    }
+    let commands = if project.tox_commands.is_empty() {
+        vec!["python -m pytest".to_owned()]
+    } else {
+        project.tox_commands.clone()
+    };
+    for command in &commands {
+        test.push_str(" && ");
+        test.push_str(command);
+    }
+    let tested = project.requires_pytest() || shows_tests || !project.tox_commands.is_empty();
+    Ok(Some(
+        Plan::new(
+            Toolchain::PythonProject,
+            &["python3-venv", "python3-pip"],
+            &setup,
+        )
+        .tested(tested, &test, "python3 -m pytest"),
     ))
 }
 

@@ -181,7 +181,7 @@ fn uv_and_poetry_are_installed_with_pip() {
     assert_eq!(names(&d), ["python3-venv"]);
     assert_eq!(
         d.setup.as_deref(),
-        Some("python3 -m venv \"$HOME/.uv\" && \"$HOME/.uv/bin/pip\" install uv && UV_PYTHON_DOWNLOADS=never \"$HOME/.uv/bin/uv\" sync --frozen")
+        Some("python3 -m venv \"$HOME/.uv\" && \"$HOME/.uv/bin/pip\" install uv && UV_PYTHON_DOWNLOADS=never \"$HOME/.uv/bin/uv\" sync --frozen --no-install-project")
     );
     assert_eq!(d.test.as_deref(), Some(".venv/bin/python -m pytest"));
     assert_eq!(d.inputs, ["pyproject.toml", "requirements.txt", "uv.lock"]);
@@ -194,7 +194,7 @@ fn uv_and_poetry_are_installed_with_pip() {
     assert_eq!(d.source, Source::Detected(vec![Toolchain::Poetry]));
     assert_eq!(
         d.setup.as_deref(),
-        Some("python3 -m venv \"$HOME/.poetry\" && \"$HOME/.poetry/bin/pip\" install poetry && POETRY_VIRTUALENVS_IN_PROJECT=true \"$HOME/.poetry/bin/poetry\" install --no-interaction")
+        Some("python3 -m venv \"$HOME/.poetry\" && \"$HOME/.poetry/bin/pip\" install poetry && POETRY_VIRTUALENVS_IN_PROJECT=true \"$HOME/.poetry/bin/poetry\" install --no-interaction --no-root")
     );
     assert_eq!(d.test.as_deref(), Some(".venv/bin/python -m pytest"));
 
@@ -319,4 +319,61 @@ fn detected_packages_are_valid_names() {
         }
     }
     assert!(checked >= 4, "{checked} names checked");
+}
+
+/// Issue 26: humanize 4.9.0 declares its dependencies in pyproject.toml
+/// only (hatchling, tests as an extra tox.ini names): it was not detected.
+#[test]
+fn an_ordinary_pyproject_is_detected_with_its_test_extra_and_toxs_command() {
+    let files = MapFiles::new()
+        .with(
+            "pyproject.toml",
+            "[build-system]\nbuild-backend = \"hatchling.build\"\nrequires = [\"hatch-vcs\", \"hatchling\"]\n\n\
+             [project]\nname = \"humanize\"\n\n[project.optional-dependencies]\ntests = [\"freezegun\", \"pytest\", \"pytest-cov\"]\n",
+        )
+        .with(
+            "tox.ini",
+            "[testenv]\nextras =\n    tests\ncommands =\n    {envpython} -m pytest \\\n      --cov humanize \\\n      {posargs}\n",
+        )
+        .with("src/humanize/__init__.py", "");
+    let d = detected(&files);
+    assert_eq!(d.source, Source::Detected(vec![Toolchain::PythonProject]));
+    assert_eq!(names(&d), ["python3-pip", "python3-venv"]);
+    assert_eq!(
+        d.setup.as_deref(),
+        Some("python3 -m venv \"$HOME/.venv\" && \"$HOME/.venv/bin/pip\" install 'hatch-vcs' 'hatchling' 'freezegun' 'pytest' 'pytest-cov' 'editables'")
+    );
+    assert_eq!(
+        d.test.as_deref(),
+        Some("export PATH=\"$HOME/.venv/bin:$PATH\" && SETUPTOOLS_SCM_PRETEND_VERSION=0+forgehand pip install -q --no-deps --no-build-isolation --no-index -e . && python -m pytest --cov humanize")
+    );
+    assert_eq!(d.inputs, ["pyproject.toml", "tox.ini"]);
+}
+
+/// A setup.cfg project with no build system named gets pip's default
+/// backend; a project showing pytest tests without requiring pytest gets
+/// it.
+#[test]
+fn a_setup_cfg_project_gets_setuptools_and_pytest() {
+    let files = MapFiles::new()
+        .with("setup.cfg", "[options]\ninstall_requires =\n    requests\n")
+        .with("setup.py", "")
+        .with("tests/conftest.py", "");
+    let d = detected(&files);
+    assert_eq!(
+        d.setup.as_deref(),
+        Some("python3 -m venv \"$HOME/.venv\" && \"$HOME/.venv/bin/pip\" install 'requests' 'pytest' 'setuptools' 'wheel'")
+    );
+    assert_eq!(
+        d.test.as_deref(),
+        Some("export PATH=\"$HOME/.venv/bin:$PATH\" && pip install -q --no-deps --no-build-isolation --no-index -e . && python -m pytest")
+    );
+    assert_eq!(d.inputs, ["setup.cfg"]);
+}
+
+/// A pyproject.toml that only configures tools declares no project.
+#[test]
+fn a_pyproject_of_tool_settings_only_is_not_a_project() {
+    let files = MapFiles::new().with("pyproject.toml", "[tool.ruff]\nline-length = 100\n");
+    assert_eq!(declared(&files, true).unwrap(), None);
 }

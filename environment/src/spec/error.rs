@@ -19,6 +19,11 @@ pub enum FilesError {
     /// The tree has more entries than a walk of it visits.
     #[error("the base commit has more than {max} entries")]
     TooManyEntries { max: usize },
+    /// `[environment] inputs` matches more files than a view holds.
+    #[error(
+        "the environment's inputs are more than {max} files: to set up over the whole tree, say `inputs = [\"**\"]`"
+    )]
+    TooManyInputs { max: usize },
     /// The files could not be read (the git tree is unreadable, say).
     #[error("reading {}: {source}", one_line(path))]
     Read {
@@ -114,6 +119,11 @@ pub enum Problem {
     Nul {
         key: String,
     },
+    /// A pattern of `inputs` that cannot be used.
+    BadPattern {
+        key: String,
+        why: String,
+    },
     /// An array command with no words.
     EmptyCommand {
         key: String,
@@ -135,7 +145,7 @@ impl fmt::Display for Problem {
             Problem::UnknownKey { key, suggestion } => {
                 write!(
                     f,
-                    "unknown key `{}` in [environment], which has packages, setup and test",
+                    "unknown key `{}` in [environment], which has packages, setup, test and inputs",
                     one_line(key)
                 )?;
                 match suggestion {
@@ -161,6 +171,9 @@ impl fmt::Display for Problem {
                 "{}: a command cannot contain a NUL character",
                 one_line(key)
             ),
+            Problem::BadPattern { key, why } => {
+                write!(f, "{}: {}", one_line(key), one_line(why))
+            }
             Problem::EmptyCommand { key } => write!(
                 f,
                 "{}: expected a command's words, found an empty array",

@@ -12,11 +12,14 @@ use toml_edit::{ImDocument, Item, Key, TableLike, Value};
 
 use super::declared::command;
 use super::error::{utf8, DeclFile, DeclareError, Problem};
+use super::inputs::check_pattern;
 use super::package::DebianPackage;
 use super::MAX_PACKAGES;
 
 const FILE: DeclFile = DeclFile::ForgehandToml;
-const KEYS: [&str; 3] = ["packages", "setup", "test"];
+const KEYS: [&str; 4] = ["packages", "setup", "test", "inputs"];
+/// The most `inputs` patterns.
+const MAX_PATTERNS: usize = 64;
 
 /// What `[environment]` says, before detection or inputs are added.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -24,6 +27,17 @@ pub(super) struct Environment {
     pub packages: Vec<DebianPackage>,
     pub setup: Option<String>,
     pub test: Option<String>,
+    /// `inputs`: glob patterns of files the setup sees besides the
+    /// detected manifests (checked: [`check_pattern`]).
+    pub inputs: Vec<String>,
+}
+
+impl Environment {
+    /// Whether the table declares an environment: `inputs` alone only
+    /// widens what a devcontainer's or detection's setup sees.
+    pub fn declares(&self) -> bool {
+        !self.packages.is_empty() || self.setup.is_some() || self.test.is_some()
+    }
 }
 
 /// The `[environment]` table of a `.forgehand.toml` whose bytes are
@@ -65,6 +79,7 @@ pub(super) fn parse(bytes: Vec<u8>) -> Result<Option<Environment>, DeclareError>
         packages: packages(table, &fail)?,
         setup: shell_line(table, "setup", &fail)?,
         test: shell_line(table, "test", &fail)?,
+        inputs: patterns(table, &fail)?,
     }))
 }
 
@@ -140,6 +155,54 @@ fn packages(table: &dyn TableLike, fail: &Fail<'_>) -> Result<Vec<DebianPackage>
         packages.push(package);
     }
     Ok(packages)
+}
+
+fn patterns(table: &dyn TableLike, fail: &Fail<'_>) -> Result<Vec<String>, DeclareError> {
+    const EXPECTED: &str = "a list of glob patterns (strings)";
+    let Some((key, item)) = table.get_key_value("inputs") else {
+        return Ok(Vec::new());
+    };
+    let Some(array) = item.as_array() else {
+        return Err(fail(
+            item.span().or(key.span()),
+            Problem::WrongType {
+                key: "inputs".into(),
+                expected: EXPECTED,
+                found: kind(item),
+            },
+        ));
+    };
+    if array.len() > MAX_PATTERNS {
+        return Err(fail(
+            array.span().or(key.span()),
+            Problem::BadPattern {
+                key: "inputs".into(),
+                why: format!(
+                    "{} patterns, more than the {MAX_PATTERNS} allowed",
+                    array.len()
+                ),
+            },
+        ));
+    }
+    let mut patterns = Vec::with_capacity(array.len());
+    for (index, value) in array.iter().enumerate() {
+        let at = value.span().or(array.span()).or(key.span());
+        let element = format!("inputs[{index}]");
+        let Some(pattern) = value.as_str() else {
+            return Err(fail(
+                at,
+                Problem::WrongType {
+                    key: element,
+                    expected: "a glob pattern (a string)",
+                    found: value_kind(value),
+                },
+            ));
+        };
+        check_pattern(pattern)
+            .map_err(|why| fail(at.clone(), Problem::BadPattern { key: element, why }))?;
+        patterns.push(pattern.to_owned());
+    }
+    Ok(patterns)
 }
 
 fn shell_line(
@@ -227,6 +290,7 @@ mod tests {
                 ],
                 setup: Some("npm ci".into()),
                 test: Some("npm test".into()),
+                inputs: Vec::new(),
             }
         );
     }
@@ -318,7 +382,7 @@ mod tests {
             error("[environment]\nsetup = \"npm ci\"\npakages = [\"nodejs\"]\n");
         assert_eq!((line, column), (3, 1));
         assert!(
-            message.ends_with("unknown key `pakages` in [environment], which has packages, setup and test (did you mean `packages`?)"),
+            message.ends_with("unknown key `pakages` in [environment], which has packages, setup, test and inputs (did you mean `packages`?)"),
             "{message}"
         );
         let (_, _, message) = error("[environment]\nimage = \"node:20\"\n");

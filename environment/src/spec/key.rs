@@ -6,8 +6,10 @@
 //! holds what one repository's setup chose to leave, and is never handed
 //! to another), the packages (sorted: their order installs nothing
 //! different), the setup line, the extra CA bundle (it is installed into
-//! the environment's trust), and each input's path and contents. Not
-//! covered: the test command, which installs nothing.
+//! the environment's trust), the hosts the egress lets the setup reach,
+//! and each input's path, mode and contents: the view the setup ran over,
+//! whole (with `inputs = ["**"]`, the tree's id). Not covered: the test
+//! command, which installs nothing.
 //!
 //! Every field is length-prefixed and the encoding starts with its
 //! version, so two different sets of parts never encode alike (no
@@ -23,7 +25,7 @@ use super::declared::Declared;
 use super::{FilesError, RepoFiles, MAX_INPUT_BYTES};
 
 /// Bumped whenever the encoding below changes.
-const ENCODING: &[u8] = b"forgehand-environment-key/3";
+const ENCODING: &[u8] = b"forgehand-environment-key/4";
 
 /// What the key is computed from, besides the inputs' contents.
 #[derive(Debug, Clone, Copy)]
@@ -35,6 +37,10 @@ pub struct KeyParts<'a> {
     pub declared: &'a Declared,
     /// The operator's extra CA certificates, when configured.
     pub ca_bundle: Option<&'a [u8]>,
+    /// What the egress lets the setup reach (`environment.allow_hosts`),
+    /// in the operator's words: a host added or taken away can change
+    /// what the setup installs.
+    pub allowed: &'a [String],
 }
 
 /// An environment's key: 64 lower-case hex digits.
@@ -85,6 +91,22 @@ pub fn key(parts: &KeyParts<'_>, files: &dyn RepoFiles) -> Result<EnvKey, FilesE
     }
     hash.optional(parts.declared.setup.as_deref().map(str::as_bytes));
     hash.optional(parts.ca_bundle);
+    let mut allowed: Vec<&str> = parts.allowed.iter().map(String::as_str).collect();
+    allowed.sort_unstable();
+    allowed.dedup();
+    hash.count(allowed.len());
+    for host in allowed {
+        hash.field(host.as_bytes());
+    }
+    if parts.declared.whole_tree {
+        let root = files.tree_id("").ok_or_else(|| FilesError::Read {
+            path: "the base commit's tree".into(),
+            source: "no tree id".into(),
+        })?;
+        hash.optional(Some(root.as_bytes()));
+    } else {
+        hash.optional(None);
+    }
 
     let mut inputs: Vec<&str> = parts.declared.inputs.iter().map(String::as_str).collect();
     inputs.sort_unstable();
@@ -93,10 +115,9 @@ pub fn key(parts: &KeyParts<'_>, files: &dyn RepoFiles) -> Result<EnvKey, FilesE
     for path in inputs {
         hash.field(path.as_bytes());
         hash.optional(files.read(path, MAX_INPUT_BYTES)?.as_deref());
-        // A link input is its target (which is an input of its own too).
+        hash.count(usize::from(files.executable(path)));
+        // A link input is its target, as stored (the view holds the link).
         hash.optional(files.link(path).as_deref().map(str::as_bytes));
-        // A directory input is everything under it.
-        hash.optional(files.tree_id(path).as_deref().map(str::as_bytes));
     }
     Ok(EnvKey(hex::encode(hash.0.finalize())))
 }

@@ -12,6 +12,7 @@ fn declared(packages: &[&str], setup: Option<&str>, inputs: &[&str]) -> Declared
         test: Some("npm test".into()),
         source: Source::ForgehandToml,
         inputs: inputs.iter().map(|p| p.to_string()).collect(),
+        whole_tree: false,
     }
 }
 
@@ -34,6 +35,7 @@ fn key_of(
             repository,
             declared,
             ca_bundle: ca,
+            allowed: &[],
         },
         files,
     )
@@ -197,6 +199,7 @@ fn an_oversized_input_is_an_error_not_a_whole_read() {
             repository: REPO,
             declared: &d,
             ca_bundle: None,
+            allowed: &[],
         },
         &huge,
     )
@@ -219,20 +222,65 @@ fn a_failed_read_is_an_error() {
         repository: REPO,
         declared: &d,
         ca_bundle: None,
+        allowed: &[],
     };
     assert!(matches!(key(&parts, &broken), Err(FilesError::Read { .. })));
 }
 
-/// Red-team round 5, N2: a directory the setup names may be copied and a
-/// file nested in it run (`cp -r tools /tmp/t && sh /tmp/t/sub/x.sh`):
-/// the directory is an input as a whole, so a nested change is a new key.
+/// The view holds each input with its mode: a setup script made
+/// executable is a different view, so a different key.
 #[test]
-fn a_directory_input_covers_what_is_nested_in_it() {
-    let d = declared(&[], Some("cp -r tools /tmp/t"), &["tools"]);
-    let before = MapFiles::new().with("tools/sub/x.sh", "benign\n");
-    let after = MapFiles::new().with("tools/sub/x.sh", "POISONED\n");
+fn an_inputs_mode_is_part_of_the_key() {
+    let d = declared(&[], Some("./setup.sh"), &["setup.sh"]);
+    let plain = MapFiles::new().with("setup.sh", "echo hi\n");
+    let executable = MapFiles::new()
+        .with("setup.sh", "echo hi\n")
+        .executable("setup.sh");
+    assert_ne!(
+        key_of("img", REPO, &d, None, &plain),
+        key_of("img", REPO, &d, None, &executable)
+    );
+}
+
+/// A file outside the inputs is outside the key: the setup never saw it.
+/// With the whole tree as its view, any file is in the key.
+#[test]
+fn only_the_view_is_keyed_and_the_whole_tree_keys_everything() {
+    let mut d = declared(&[], Some("make deps"), &["package.json"]);
+    let before = files().with("Makefile", "deps:\n\ttrue\n");
+    let after = files().with("Makefile", "deps:\n\tPOISONED\n");
+    assert_eq!(
+        key_of("img", REPO, &d, None, &before),
+        key_of("img", REPO, &d, None, &after)
+    );
+    d.whole_tree = true;
     assert_ne!(
         key_of("img", REPO, &d, None, &before),
         key_of("img", REPO, &d, None, &after)
     );
+}
+
+/// What the egress lets through is part of what the setup could install.
+#[test]
+fn the_allowed_hosts_are_part_of_the_key() {
+    let d = declared(&["nodejs"], Some("npm ci"), &["package-lock.json"]);
+    let with = |allowed: &[String]| {
+        key(
+            &KeyParts {
+                image: "i",
+                repository: REPO,
+                declared: &d,
+                ca_bundle: None,
+                allowed,
+            },
+            &files(),
+        )
+        .unwrap()
+    };
+    let one = ["registry.example".to_owned()];
+    let two = ["registry.example".to_owned(), "mirror.example".to_owned()];
+    let two_reversed = ["mirror.example".to_owned(), "registry.example".to_owned()];
+    assert_ne!(with(&[]), with(&one));
+    assert_ne!(with(&one), with(&two));
+    assert_eq!(with(&two), with(&two_reversed));
 }

@@ -27,9 +27,10 @@
 //!    lockfiles and manifests at the root ([`detect`]).
 //!
 //! Whatever the source, [`Declared::inputs`] lists the lockfiles and
-//! manifests present (and the files the setup command names), since the
-//! setup reads them whoever wrote it; [`key()`](key::key) hashes their
-//! contents so that a changed lockfile means a new environment.
+//! manifests present and what `[environment] inputs` adds ([`inputs`]):
+//! the setup runs over a view holding only them, and [`key()`](key::key)
+//! hashes exactly them, so that a changed lockfile means a new
+//! environment and a change to anything else cannot be in it.
 //!
 //! Errors in a repository's files reach a person in the status comment,
 //! so [`DeclareError`] always names the file, the line and what was
@@ -41,9 +42,12 @@ pub mod detect;
 mod devcontainer;
 mod error;
 mod forgehand_toml;
-mod inputs;
+pub mod inputs;
 mod key;
 mod package;
+mod propose;
+mod python_project;
+pub use propose::propose;
 #[cfg(test)]
 mod testing;
 
@@ -64,13 +68,20 @@ pub trait RepoFiles {
     fn exists(&self, path: &str) -> bool;
     /// Whether a directory exists at `path`.
     fn is_dir(&self, path: &str) -> bool;
+    /// Whether the regular file at `path` is executable (git's mode
+    /// `100755`).
+    fn executable(&self, path: &str) -> bool {
+        let _ = path;
+        false
+    }
     /// The target of the symbolic link at `path`, as stored.
     fn link(&self, path: &str) -> Option<String>;
     /// The names of the entries directly in the directory `dir` (`""`:
     /// the root), at most `max` of them.
     fn list(&self, dir: &str, max: usize) -> Vec<String>;
     /// A digest of everything under the directory `dir`, recursively
-    /// (git's tree id); `None` when `dir` is not a directory.
+    /// (git's tree id; `""`: the root's); `None` when `dir` is not a
+    /// directory.
     fn tree_id(&self, dir: &str) -> Option<String>;
     /// The paths of every regular file or link in the tree whose name ends
     /// with one of `suffixes`, sorted; [`FilesError::TooLarge`] when the walk

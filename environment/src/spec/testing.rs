@@ -19,6 +19,7 @@ enum Entry {
 #[derive(Default)]
 pub(crate) struct MapFiles {
     files: BTreeMap<String, Entry>,
+    executable: std::collections::BTreeSet<String>,
     reads: RefCell<Vec<(String, u64)>>,
 }
 
@@ -33,6 +34,12 @@ impl MapFiles {
 
     pub fn with_bytes(mut self, path: &str, bytes: Vec<u8>) -> Self {
         self.files.insert(path.to_owned(), Entry::Bytes(bytes));
+        self
+    }
+
+    /// `path` (present) made executable.
+    pub fn executable(mut self, path: &str) -> Self {
+        self.executable.insert(path.to_owned());
         self
     }
 
@@ -97,6 +104,10 @@ impl RepoFiles for MapFiles {
         self.files.keys().any(|p| p.starts_with(&prefix))
     }
 
+    fn executable(&self, path: &str) -> bool {
+        self.executable.contains(path)
+    }
+
     fn link(&self, path: &str) -> Option<String> {
         match self.files.get(path) {
             Some(Entry::Link(target)) => Some(target.clone()),
@@ -105,10 +116,14 @@ impl RepoFiles for MapFiles {
     }
 
     fn tree_id(&self, dir: &str) -> Option<String> {
-        if !self.is_dir(dir) {
+        if !dir.is_empty() && !self.is_dir(dir) {
             return None;
         }
-        let prefix = format!("{dir}/");
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
         let mut digest = String::new();
         for (path, entry) in self.files.range(prefix.clone()..) {
             if !path.starts_with(&prefix) {

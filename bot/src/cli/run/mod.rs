@@ -174,6 +174,11 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         rules: &rules,
     };
     let mut report = run.agent_and_deliver(&copy, &before).await?;
+    if environment.is_none() {
+        // Nothing declared or detected: what to declare.
+        let files = CommitFiles::new(&source.repo, base_commit)?;
+        report.testing.proposal = forgehand_environment::spec::propose(&files).ok();
+    }
     report.environment = environment;
     report.test_command = test.clone();
     report.included_uncommitted = included;
@@ -292,6 +297,10 @@ fn env_failed(failure: EnvFailure) -> RunReport {
     match failure {
         EnvFailure::Declaration(error) => RunReport::failed(
             Some(Reason::Environment(EnvProblem::Declaration)),
+            Some(error.to_string()),
+        ),
+        EnvFailure::Setup(error) if error.is_too_large() => RunReport::failed(
+            Some(Reason::Environment(EnvProblem::TooLarge)),
             Some(error.to_string()),
         ),
         EnvFailure::Setup(error) => RunReport::failed(

@@ -241,6 +241,12 @@ pub fn print_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io:
 
 fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(out, "{}", report.headline())?;
+    if let (RunStatus::Untested, Some(proposal)) = (report.status, &report.testing.proposal) {
+        writeln!(out, "a .forgehand.toml to start from:")?;
+        for line in proposal.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
     if let Some(branch) = &report.branch {
         writeln!(
             out,

@@ -78,7 +78,11 @@ impl Pipeline {
             )
             .await;
         started.close().await;
-        finished
+        let mut finished = finished?;
+        if environment.is_none() && !work.plan_only {
+            finished.testing.proposal = proposal(copy);
+        }
+        Ok(finished)
     }
 
     /// Where the host runs the tests: over what the commit would hold,
@@ -135,6 +139,14 @@ impl Pipeline {
         finished.testing = Testing::observed(started.commands(), test.map(|(t, _)| t), &host_runs);
         Ok(finished)
     }
+}
+
+/// With no environment, what to declare: from the files of the commit
+/// the working copy is of (a proposal, so a failure to read is none).
+fn proposal(copy: &WorkingCopy) -> Option<String> {
+    let repo = git2::Repository::open(copy.job_dir.git_dir()).ok()?;
+    let files = crate::environment::CommitFiles::new(&repo, copy.layered.commit()).ok()?;
+    forgehand_environment::spec::propose(&files).ok()
 }
 
 /// What the agent finished with, or why it stopped.

@@ -46,6 +46,9 @@ fn failure(failure: EnvFailure) -> Failure {
             Reason::Environment(EnvProblem::Declaration),
             error.to_string(),
         ),
+        EnvFailure::Setup(error) if error.is_too_large() => {
+            Failure::new(Reason::Environment(EnvProblem::TooLarge), error.to_string())
+        }
         EnvFailure::Setup(error) => Failure::new(
             Reason::Environment(EnvProblem::Setup),
             tail(&error.to_string(), 40),
