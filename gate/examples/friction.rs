@@ -38,6 +38,12 @@ impl Contents for AtCommit<'_> {
     fn after(&self, path: &str) -> Option<Vec<u8>> {
         self.read(Some(&self.new), path)
     }
+    fn had_dir(&self, dir: &str) -> bool {
+        self.old.as_ref().is_some_and(|tree| {
+            tree.get_path(Path::new(dir))
+                .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree))
+        })
+    }
 }
 
 fn mode(value: &Value) -> Option<u32> {
@@ -133,7 +139,7 @@ fn reason_key(why: &Held, path: &str) -> String {
         ),
         Held::EntryPoint(_) => format!("entry point {}", p.name()),
         Held::Manifest(_) => format!("manifest {}", p.name()),
-        Held::Lockfile(_) => format!("lockfile {}", p.name()),
+        Held::Lockfile => format!("lockfile {}", p.name()),
         Held::AgentInstructions => format!("agent instructions {}", p.name()),
         other => format!("{other:?}")
             .split('(')

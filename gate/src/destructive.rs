@@ -5,9 +5,11 @@
 //! may merge it.
 //!
 //! Measured from the committed tree against the working tree: files
-//! deleted or left empty, and bytes removed (a deleted file's size, a
-//! shrunk file's lost bytes), each as a share of what the committed tree
-//! tracks. A file renamed (git's rename detection, new files included) is
+//! deleted, left empty or rewritten (more than half of their bytes in
+//! lines they no longer hold, or a binary file changed: overwriting every
+//! file with as many bytes of junk removes them all), and bytes removed
+//! (a deleted file's size, a shrunk file's lost bytes), each as a share
+//! of what the committed tree tracks. A file renamed (git's rename detection, new files included) is
 //! not removed. A change leaving no file at all is always destructive.
 
 use std::fmt;
@@ -28,6 +30,8 @@ pub struct Removal {
     pub deleted_files: usize,
     /// Still there, with no bytes left.
     pub emptied_files: usize,
+    /// Still there, with more than half of their bytes in lines removed.
+    pub rewritten_files: usize,
     /// What the deleted files held and the shrunk files lost.
     pub removed_bytes: u64,
     /// Files the working tree holds after the change (tracked and new).
@@ -35,10 +39,10 @@ pub struct Removal {
 }
 
 impl Removal {
-    /// The share of tracked files deleted or emptied.
+    /// The share of tracked files deleted, emptied or rewritten.
     pub fn file_share(&self) -> f64 {
         share(
-            (self.deleted_files + self.emptied_files) as f64,
+            (self.deleted_files + self.emptied_files + self.rewritten_files) as f64,
             self.tracked_files as f64,
         )
     }
@@ -70,9 +74,10 @@ impl fmt::Display for Removal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the change deletes {} and empties {} of the {} tracked files ({:.0}%) and removes {} of their {} bytes ({:.0}%)",
+            "the change deletes {}, empties {} and rewrites {} of the {} tracked files ({:.0}%) and removes {} of their {} bytes ({:.0}%)",
             self.deleted_files,
             self.emptied_files,
+            self.rewritten_files,
             self.tracked_files,
             self.file_share() * 100.0,
             self.removed_bytes,
@@ -132,7 +137,7 @@ pub fn measure(repo: &Repository) -> Result<Removal, git2::Error> {
             .renames_from_rewrites(false),
     ))?;
     let (mut added, mut deleted) = (0usize, 0usize);
-    for delta in diff.deltas() {
+    for (index, delta) in diff.deltas().enumerate() {
         match delta.status() {
             Delta::Deleted => {
                 deleted += 1;
@@ -147,6 +152,8 @@ pub fn measure(repo: &Repository) -> Result<Removal, git2::Error> {
                     .map_or(0, |p| on_disk(&tree.join(p)));
                 if new == 0 && old > 0 {
                     removal.emptied_files += 1;
+                } else if old > 0 && removed_lines(&diff, index, old)? * 2 > old {
+                    removal.rewritten_files += 1;
                 }
                 removal.removed_bytes += old.saturating_sub(new);
             }
@@ -156,6 +163,29 @@ pub fn measure(repo: &Repository) -> Result<Removal, git2::Error> {
     }
     removal.files_after = (removal.tracked_files + added).saturating_sub(deleted);
     Ok(removal)
+}
+
+/// The bytes of the lines the `index`th change of `diff` removes from a
+/// file of `old` bytes; all of them when it is binary (no lines to
+/// compare). The gate bounded the changed files' sizes before this reads
+/// them.
+fn removed_lines(diff: &git2::Diff<'_>, index: usize, old: u64) -> Result<u64, git2::Error> {
+    let Some(patch) = git2::Patch::from_diff(diff, index)? else {
+        return Ok(old);
+    };
+    if patch.delta().flags().is_binary() {
+        return Ok(old);
+    }
+    let mut removed = 0u64;
+    for hunk in 0..patch.num_hunks() {
+        for line in 0..patch.num_lines_in_hunk(hunk)? {
+            let line = patch.line_in_hunk(hunk, line)?;
+            if line.origin() == '-' {
+                removed += line.content().len() as u64;
+            }
+        }
+    }
+    Ok(removed)
 }
 
 /// A file's size as it is, a link's length; nothing for what is gone.
@@ -242,7 +272,7 @@ mod tests {
         assert!(!removal.is_destructive(0.95));
         assert_eq!(
             removal.to_string(),
-            "the change deletes 2 and empties 1 of the 4 tracked files (75%) and removes 118 of their 127 bytes (93%)"
+            "the change deletes 2, empties 1 and rewrites 0 of the 4 tracked files (75%) and removes 118 of their 127 bytes (93%)"
         );
     }
 
@@ -258,7 +288,7 @@ mod tests {
         // One file of four, but nearly all the bytes.
         std::fs::write(dir.path().join("lib.py"), "pass\n").unwrap();
         let removal = measure(&repo).unwrap();
-        assert_eq!(removal.file_share(), 0.0);
+        assert_eq!(removal.file_share(), 0.25, "lib.py is rewritten");
         assert!(removal.byte_share() > 0.9);
         assert!(removal.is_destructive(0.5));
         std::fs::write(dir.path().join("lib.py"), &big).unwrap();
@@ -270,5 +300,31 @@ mod tests {
         let removal = measure(&repo).unwrap();
         assert_eq!(removal.deleted_files, 0, "{removal:?}");
         assert!(!removal.is_destructive(0.5), "{removal}");
+    }
+
+    /// Red-team round 1 (issue 25): every file overwritten with as many
+    /// bytes of junk removed nothing by size.
+    #[test]
+    fn files_overwritten_with_junk_of_the_same_size_are_removed() {
+        let (dir, repo) = repo(&FILES);
+        for (path, text) in FILES {
+            std::fs::write(dir.path().join(path), "#".repeat(text.len())).unwrap();
+        }
+        let removal = measure(&repo).unwrap();
+        assert_eq!(removal.rewritten_files, 4, "{removal}");
+        assert!(removal.is_destructive(0.5), "{removal}");
+        // A fix of one line removes that line only.
+        let (_dir, repo) = repo_of_fix();
+        assert!(!measure(&repo).unwrap().is_destructive(0.5));
+    }
+
+    fn repo_of_fix() -> (tempfile::TempDir, Repository) {
+        let (dir, repo) = repo(&FILES);
+        std::fs::write(
+            dir.path().join("calc.py"),
+            "def add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
+        (dir, repo)
     }
 }

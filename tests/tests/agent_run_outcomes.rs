@@ -247,10 +247,9 @@ async fn a_change_emptying_the_repository_is_refused_and_the_hosts_key_never_pri
     let report = json_of(&out);
     assert_eq!(report["reason"], "destructive", "{report:#}");
     assert!(
-        report["message"]
-            .as_str()
-            .unwrap()
-            .contains("the change deletes 3 and empties 0 of the 3 tracked files (100%)"),
+        report["message"].as_str().unwrap().contains(
+            "the change deletes 3, empties 0 and rewrites 0 of the 3 tracked files (100%)"
+        ),
         "{report:#}"
     );
     let printed = String::from_utf8_lossy(&out.stdout);

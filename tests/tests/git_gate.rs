@@ -523,9 +523,9 @@ catalogue! {
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
     gitattributes_cannot_hide_a_secret_by_calling_it_binary: Case {
-        script: "echo '*.txt binary -diff' >> .gitattributes\nprintf 'AKIAIOSFODNN7EXAMPLQ\\n' > creds.txt",
+        script: "echo '*.txt binary -diff' >> .gitattributes\nmkdir -p docs\nprintf 'AKIAIOSFODNN7EXAMPLQ\\n' > docs/creds.txt",
         policy: ALLOW,
-        findings: vec!["Sensitive .gitattributes", "Secret creds.txt:1"],
+        findings: vec!["Sensitive .gitattributes", "Secret docs/creds.txt:1"],
         outcome: Outcome::Refused(RefusalReason::Secret),
     };
     a_secret_inside_a_binary_file_is_found: Case {
@@ -682,14 +682,14 @@ fn an_executable_bit_on_a_build_entry_point_is_sensitive() {
 #[test]
 fn a_line_reading_like_a_diff_header_does_not_end_the_scan() {
     run(Case {
-        script: "printf 'notes\\n++ /dev/null\\n%s\\n+++ b/other\\n@@ -1 +1 @@\\nghp_0123456789abcdefghijklmnopqrstuvwxyz\\ndiff --git a/x b/x\\n-----BEGIN OPENSSH PRIVATE KEY-----\\nAKIAIOSFODNN7EXAMPLQ\\n%s\\n' \"$MODEL_KEY\" \"$TOKEN\" > notes.txt",
+        script: "mkdir -p docs\nprintf 'notes\\n++ /dev/null\\n%s\\n+++ b/other\\n@@ -1 +1 @@\\nghp_0123456789abcdefghijklmnopqrstuvwxyz\\ndiff --git a/x b/x\\n-----BEGIN OPENSSH PRIVATE KEY-----\\nAKIAIOSFODNN7EXAMPLQ\\n%s\\n' \"$MODEL_KEY\" \"$TOKEN\" > docs/notes.txt",
         policy: ALLOW,
         findings: vec![
-            "Secret notes.txt:3",
-            "Secret notes.txt:6",
-            "Secret notes.txt:8",
-            "Secret notes.txt:9",
-            "Secret notes.txt:10",
+            "Secret docs/notes.txt:3",
+            "Secret docs/notes.txt:6",
+            "Secret docs/notes.txt:8",
+            "Secret docs/notes.txt:9",
+            "Secret docs/notes.txt:10",
         ],
         outcome: Outcome::Refused(RefusalReason::Secret),
     });
@@ -749,18 +749,22 @@ fn a_symlink_in_place_of_a_watched_directory_is_sensitive() {
         &[
             "Sensitive .github/actions",
             "Sensitive docs/actions/setup.sh (as .github/actions/setup.sh)",
+            // New code in a new top-level directory, held on its own.
+            "Sensitive docs/actions/setup.sh",
         ],
     ));
 }
 
 #[test]
 fn a_cargo_manifest_is_sensitive_for_its_build_and_dependency_keys_only() {
-    run(Case {
-        script: "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nversion = \"0.2.0\"\\n' > crates/x/Cargo.toml",
-        policy: STRICT,
-        findings: vec![],
-        outcome: Outcome::Pushed,
-    });
+    // A new manifest is a new package, held whatever its keys (red-team
+    // round 1 of issue 25: a workspace member named like a dependency
+    // replaces it); describing edits to an existing one are ordinary
+    // (gate/src/classify/manifest.rs).
+    both(sensitive(
+        "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nversion = \"0.2.0\"\\n' > crates/x/Cargo.toml",
+        "Sensitive crates/x/Cargo.toml",
+    ));
     both(sensitive(
         "mkdir -p crates/x && printf '[package]\\nname = \"x\"\\nbuild = \"gen.rs\"\\n' > crates/x/Cargo.toml",
         "Sensitive crates/x/Cargo.toml",
@@ -845,7 +849,7 @@ fn a_secret_in_any_reported_path_is_masked() {
         outcome: Outcome::Refused(RefusalReason::Tamper),
     });
     run(Case {
-        script: "mkfifo \"pipe-$TOKEN\"\necho notes > notes.md",
+        script: "mkfifo \"pipe-$TOKEN\"\necho notes > README.md",
         policy: STRICT,
         findings: vec!["LeftOut pipe-[secret]"],
         outcome: Outcome::Pushed,

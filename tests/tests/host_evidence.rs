@@ -32,6 +32,7 @@ fn project(dir: &Path) {
             ),
             ("feature.py", "def value():\n    return 41\n".into()),
             ("legacy.py", "OLD = True\n".into()),
+            ("pkg/__init__.py", String::new()),
         ],
     );
 }

@@ -80,8 +80,8 @@ fn project_repository(unpacked: &Path, repo: &Path) {
             if entry.file_type().unwrap().is_dir() {
                 pending.push(rel);
             } else {
-                let text = String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap())
-                    .into_owned();
+                let text =
+                    String::from_utf8_lossy(&std::fs::read(entry.path()).unwrap()).into_owned();
                 files.push((rel.to_string_lossy().into_owned(), text));
             }
         }
@@ -108,7 +108,13 @@ fn user_commit(repo: &Path, path: &str, text: &str) {
 fn run(config: &Path, home: &Path, repo: &Path, server: &ModelServer, task: &str) -> Value {
     let out = Command::new(forgehand_binary())
         .args(["run", "--json", "--task", task])
-        .args(["--provider", "openai", "--model", "scripted-model", "--base-url"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "scripted-model",
+            "--base-url",
+        ])
         .arg(server.url_for("openai"))
         .current_dir(repo)
         .env_clear()
@@ -118,22 +124,15 @@ fn run(config: &Path, home: &Path, repo: &Path, server: &ModelServer, task: &str
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
 /// A fix and the test that shows it, then the finish.
 fn fix_script(edit: Value, test_path: &str, test: &str) -> Vec<Step> {
     vec![
         Step::call("edit_file", edit),
-        Step::call(
-            "write_file",
-            json!({"path": test_path, "content": test}),
-        ),
+        Step::call("write_file", json!({"path": test_path, "content": test})),
         Step::finish("Fixed, with a test.", "A fix with its test"),
     ]
 }
@@ -253,7 +252,11 @@ async fn minimist_from_npm_is_set_up_and_reused() {
         "{first:#}"
     );
     let index = std::fs::read_to_string(repo.join("index.js")).unwrap();
-    user_commit(&repo, "index.js", &format!("{index}\n// a change to the code only\n"));
+    user_commit(
+        &repo,
+        "index.js",
+        &format!("{index}\n// a change to the code only\n"),
+    );
     let again = tokio::task::block_in_place(|| run(&config, &home, &repo, &server, "Look"));
     assert_eq!(again["environment"]["key"], first["environment"]["key"]);
     assert_eq!(again["environment"]["reused"], true, "{again:#}");

@@ -78,6 +78,14 @@ impl Contents for WorkingContents<'_> {
         (blob.size() as u64 <= MAX_READ).then(|| blob.content().to_vec())
     }
 
+    fn had_dir(&self, dir: &str) -> bool {
+        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
+            return false;
+        };
+        tree.get_path(Path::new(dir))
+            .is_ok_and(|entry| entry.kind() == Some(git2::ObjectType::Tree))
+    }
+
     fn after(&self, path: &str) -> Option<Vec<u8>> {
         let full = self.tree.join(path);
         let meta = std::fs::symlink_metadata(&full).ok()?;

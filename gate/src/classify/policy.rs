@@ -82,39 +82,36 @@ pub fn lists_markdown() -> String {
     let mut row = |name: &str, items: String| out.push_str(&format!("| {name} | {items} |\n"));
     let exts: Vec<String> = SOURCE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     row(
-        "Source and test extensions (ordinary)",
+        "Source and test extensions (ordinary; a new one at the root or in a new top-level directory other than a test directory is held)",
         code(&exts.iter().map(String::as_str).collect::<Vec<_>>()),
     );
     let docs: Vec<String> = DOC_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     row(
-        "Documentation extensions (ordinary)",
+        "Documentation extensions (ordinary beneath the root; at the root under a documentation name only)",
         code(&docs.iter().map(String::as_str).collect::<Vec<_>>()),
     );
     row(
-        "Documentation names, any extension or none (ordinary)",
+        "Documentation names, with a documentation extension or none (ordinary anywhere)",
         code(DOC_NAMES),
     );
     row(
-        "Test and fixture directories: any file beneath (ordinary)",
+        "Test and fixture directories: any file beneath the catalogue does not name (ordinary)",
         code(TEST_DIRS),
     );
     row(
-        "Changelog-fragment directories: any file beneath (ordinary)",
+        "Changelog-fragment directories: any file beneath the catalogue does not name (ordinary)",
         code(CHANGELOG_DIRS),
     );
     for manifest in MANIFESTS {
         row(
             &format!(
-                "`{}`: keys that only describe (ordinary when only these change)",
+                "`{}`: keys that only describe (ordinary when only these change; a new manifest is held)",
                 manifest.name
             ),
             code(manifest.describing),
         );
     }
-    row(
-        "Lockfiles (ordinary while they resolve from the sources they did)",
-        code(LOCKFILES),
-    );
+    row("Lockfiles (held)", code(LOCKFILES));
     let entry: Vec<&str> = ENTRY_POINTS.iter().map(|(name, _)| *name).collect();
     row(
         "Entry points (held, whatever their extension)",

@@ -8,6 +8,9 @@ impl Contents for NoContents {
     fn after(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
+    fn had_dir(&self, _: &str) -> bool {
+        true
+    }
 }
 
 fn change(path: &str, status: Status, old: Option<u32>, new: Option<u32>) -> PathChange {
@@ -210,4 +213,147 @@ fn every_catalogue_rows_example_is_held() {
         }
     }
     assert!(passed.is_empty(), "held by no rule: {passed:?}");
+}
+
+/// The base tree's top-level directories, for the rule on new files at
+/// the top of the tree.
+struct Base(&'static [&'static str]);
+impl Contents for Base {
+    fn before(&self, _: &str) -> Option<Vec<u8>> {
+        None
+    }
+    fn after(&self, _: &str) -> Option<Vec<u8>> {
+        None
+    }
+    fn had_dir(&self, dir: &str) -> bool {
+        self.0.contains(&dir)
+    }
+}
+
+fn modified(path: &str) -> PathChange {
+    change(path, Status::Modified, Some(0o100644), Some(0o100644))
+}
+
+/// Red-team round 1 against the fail-closed gate (issue 25): what passed
+/// as ordinary. Fixed by mechanism, not by rows: lockfiles are held;
+/// documentation is ordinary only in documentation directories or under
+/// documentation names; whatever the catalogue names is held in test
+/// directories and with source extensions too; a new source file at the
+/// top of the tree is held; a new file made executable is held; names
+/// NTFS or Windows' short names alias are folded or held.
+#[test]
+fn what_red_team_round_one_found_is_held() {
+    let base = Base(&["src", "lib", "tests", "config", "docs"]);
+    let held = |change: PathChange| classify(&change, &RepoRules::none(), &base);
+    let mut passed = Vec::new();
+    let added_anywhere = [
+        // Agent instructions under names no list keeps up with.
+        "CRUSH.md",
+        "crush.md",
+        "CRUSH.local.md",
+        "WARP.md",
+        "GEM\u{131}N\u{131}.md",
+        "CLAUDE~1/commands/x.md",
+        // Requirement files outside the root's names.
+        "requirements/dev.txt",
+        // Catalogue rows with a source or documentation extension.
+        "Package.swift",
+        "conanfile.py",
+        "conanfile.txt",
+        "hatch_build.py",
+        "pdm_build.py",
+        "meson_options.txt",
+        "install.sh",
+        "bootstrap.sh",
+        "karma.conf.ts",
+        // New entry points at the top of the tree, in no list.
+        "Rakefile.rb",
+        "gems.rb",
+        "project.clj",
+        "Setup.lhs",
+        "xmake.lua",
+        "premake5.lua",
+        "rector.php",
+        "build.ps1",
+        "dangerfile.ts",
+        "gatsby-node.js",
+        "ember-cli-build.js",
+        "webpack.mix.js",
+        "serverless.ts",
+        "_plugins/x.rb",
+        "magefiles/x.go",
+        "hook/build.dart",
+        // Build and CI files in test and changelog directories.
+        "tests/Directory.Build.props",
+        "tests/NuGet.config",
+        "tests/app.csproj",
+        "tests/build.gradle",
+        "tests/pom.xml",
+        "tests/go.mod",
+        "tests/meson.build",
+        "tests/Makefile",
+        "tests/pytest.ini",
+        "tests/tox.ini",
+        "tests/Dockerfile",
+        "tests/docker-compose.yml",
+        "tests/Jenkinsfile",
+        "tests/action.yml",
+        "news/Dockerfile",
+        "changes/Makefile",
+        // A dot-file, whatever git makes of it.
+        ".gitignore",
+    ];
+    for path in added_anywhere {
+        if !held(added(path)).is_held() {
+            passed.push(path.to_owned());
+        }
+    }
+    for path in [
+        "package-lock.json",
+        "yarn.lock",
+        "uv.lock",
+        "composer.lock",
+        "Cargo.lock",
+        ".gitignore",
+    ] {
+        if !held(modified(path)).is_held() {
+            passed.push(format!("{path} (modified)"));
+        }
+    }
+    let executable = change("src/run.py", Status::Added, None, Some(0o100755));
+    if !held(executable).is_held() {
+        passed.push("src/run.py (new, executable)".into());
+    }
+    for manifest in [
+        "Cargo.toml",
+        "package.json",
+        "pyproject.toml",
+        "src/web/package.json",
+    ] {
+        if !held(added(manifest)).is_held() {
+            passed.push(format!("{manifest} (new)"));
+        }
+    }
+    assert!(passed.is_empty(), "passed as ordinary: {passed:#?}");
+
+    // What stays ordinary: new code beneath an existing directory or in
+    // tests, documentation where it lives, changes to existing code.
+    for change in [
+        added("src/pkg/new_module.py"),
+        added("tests/test_new.py"),
+        added("test_calc.py"),
+        added("calc_test.go"),
+        added("calc.test.ts"),
+        added("tests/fixtures/data.yaml"),
+        added("docs/guide.md"),
+        added("src/pkg/README.md"),
+        added("src/pkg/design.md"),
+        added("crates/ty/resources/mdtest/call.md"),
+        added("CONTRIBUTING.md"),
+        modified("calc.py"),
+        modified("index.js"),
+    ] {
+        let verdict = held(change.clone());
+        assert!(!verdict.is_held(), "{}: {verdict}", change.path);
+    }
 }

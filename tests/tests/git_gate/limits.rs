@@ -105,8 +105,8 @@ fn ignored_build_output_is_not_walked() {
     run_with(
         Case {
             script: "printf 'target/\\n' > .gitignore\nmkdir -p target/debug\nfor i in $(seq 300); do : > target/debug/f$i; done\ntruncate -s 2M target/debug/app\nmkfifo target/debug/pipe",
-            policy: STRICT,
-            findings: vec![],
+            policy: ALLOW,
+            findings: vec!["Sensitive .gitignore"],
             outcome: Outcome::Pushed,
         },
         Extra {
@@ -259,8 +259,9 @@ fn what_the_agent_adds_beside_an_ignored_huge_file_still_counts() {
             run_prepared(
                 TreeLimits::default(),
                 environment_file(true),
-                "printf '*.bin\\n' > .gitignore\ntruncate -s 200G data.bin\necho notes > notes.md",
-                &[],
+                "printf '*.bin\\n' > .gitignore\ntruncate -s 200G data.bin\necho notes > README.md",
+                // A dot-file: held, and listed as pushed with allow-sensitive.
+                &["Sensitive .gitignore"],
                 Outcome::Pushed,
             );
             run_prepared(
@@ -284,9 +285,9 @@ fn what_the_agent_adds_beside_an_ignored_huge_file_still_counts() {
 fn many_ignored_files_above_the_limit_are_not_refused_for_their_number() {
     run_with(
         Case {
-            script: "printf '*.bin\\n' > .gitignore\nfor i in $(seq 150); do truncate -s 3000 f$i.bin; done\necho notes > notes.md",
-            policy: STRICT,
-            findings: vec![],
+            script: "printf '*.bin\\n' > .gitignore\nfor i in $(seq 150); do truncate -s 3000 f$i.bin; done\necho notes > README.md",
+            policy: ALLOW,
+            findings: vec!["Sensitive .gitignore"],
             outcome: Outcome::Pushed,
         },
         Extra {
@@ -344,7 +345,7 @@ fn a_tree_nested_deeper_than_git_walks_is_refused_at_once() {
     }
     // As deep as git walks is fine.
     run(Case {
-        script: "python3 -c \"import os\nfor i in range(99): os.mkdir('d'); os.chdir('d')\nopen('f.txt', 'w').write('x')\"",
+        script: "python3 -c \"import os\nos.mkdir('tests'); os.chdir('tests')\nfor i in range(98): os.mkdir('d'); os.chdir('d')\nopen('f.txt', 'w').write('x')\"",
         policy: ALLOW,
         findings: vec![],
         outcome: Outcome::Pushed,
