@@ -10,9 +10,11 @@
 #   - npm:    minimist 1.2.8 (`npm pack`): tape, nyc, eslint … (532 packages);
 #             no declaration, so Forgehand detects `npm install` (and the
 #             Debian packages nodejs and npm)
-#   - python: humanize 4.9.0's sdist (`pip download`) with its test extra;
-#             a .forgehand.toml: python3-venv, a venv in $HOME,
-#             `pip install -e '.[tests]'`
+#   - python: humanize 4.9.0's sdist (`pip download`), no declaration:
+#             Forgehand detects its pyproject.toml and tox.ini (a venv in
+#             $HOME, the dependencies, the tests extra and the build
+#             backend; the project itself is installed by the test
+#             command, not the setup)
 # Each project is a git repository of its own (one commit) under WORK.
 # No registry's host name is written anywhere: Forgehand's allow-list is
 # what `forgehand env hosts` proposes from this host's pip, npm and apt.
@@ -77,18 +79,13 @@ commit() {
 commit "$WORK/src/minimist" "minimist 1.2.8 from npm"
 (cd "$WORK/src" && env -u PIP_FIND_LINKS pip download -q --no-deps --no-binary :all: humanize==4.9.0 -d . \
   && tar xzf humanize-4.9.0.tar.gz && mv humanize-4.9.0 humanize)
-cat >"$WORK/src/humanize/.forgehand.toml" <<'TOML'
-[environment]
-packages = ["python3-venv"]
-setup = "python3 -m venv $HOME/venv && $HOME/venv/bin/pip install -e '.[tests]'"
-test = "$HOME/venv/bin/pytest"
-TOML
 commit "$WORK/src/humanize" "humanize 4.9.0 from its sdist"
 
 # The setup command each side runs.
 declare -A setup=(
   [npm]="npm install"
-  [python]="python3 -m venv \$HOME/venv && \$HOME/venv/bin/pip install -e '.[tests]'"
+  # What Forgehand detects for humanize (environment/src/spec/detect.rs).
+  [python]="python3 -m venv \"\$HOME/.venv\" && \"\$HOME/.venv/bin/pip\" install 'hatch-vcs' 'hatchling' 'freezegun' 'pytest' 'pytest-cov' 'editables'"
 )
 declare -A tree=([npm]=minimist [python]=humanize)
 

@@ -98,7 +98,7 @@ fn each_named_path_gets_its_verdict_and_reason() {
     assert_eq!(
         lines(&out),
         [
-            "rules: built-in, with .forgehand.toml's [gate] (ordinary: config/*.yaml; held: migrations/**)",
+            "rules: built-in, with HEAD's .forgehand.toml [gate] (ordinary: config/*.yaml; held: migrations/**)",
             "src/calc.py: ordinary: source of a known language",
             "tests/fixtures/data.yaml: ordinary: test data",
             "docs/usage.md: ordinary: documentation",
@@ -110,7 +110,7 @@ fn each_named_path_gets_its_verdict_and_reason() {
             "conftest.py: held: a file tools run: pytest imports it before any test (pytest configuration code: pytest imports it before any test)",
             "AGENTS.override.md: held: a name agents read as instructions",
             ".v\u{17f}code/tasks.json: held: a dot-file or in a dot-directory: configuration tools find by name",
-            "MaKefile: held: a file without an extension, not one the gate knows to be ordinary (makefiles, anywhere: a build entry point: runs on every build)",
+            "MaKefile: held: a file a tool runs or reads (makefiles, anywhere: a build entry point: runs on every build)",
             "src: a directory: name the files in it",
         ]
     );
@@ -124,8 +124,9 @@ fn without_paths_it_explains_the_working_trees_changes() {
     assert_eq!(
         lines(&out),
         [
-            "rules: built-in (no .forgehand.toml)",
+            "rules: built-in (HEAD has no .forgehand.toml)",
             "nothing changed against HEAD: name the paths to explain",
+            "destructive: no (the change deletes 0, empties 0 and rewrites 0 of the 1 tracked files (0%) and removes 0 of their 29 bytes (0%); at the default gate.max_removed_share of 0.5)",
         ]
     );
     std::fs::write(dir.path().join("calc.sh"), "add() { echo $(($1 + $2)); }\n").unwrap();
@@ -137,10 +138,11 @@ fn without_paths_it_explains_the_working_trees_changes() {
     assert_eq!(
         got,
         [
-            "Makefile: held: a file without an extension, not one the gate knows to be ordinary (makefiles, anywhere: a build entry point: runs on every build)",
+            "Makefile: held: a file a tool runs or reads (makefiles, anywhere: a build entry point: runs on every build)",
             "calc.sh: ordinary: source of a known language",
+            "destructive: no (the change deletes 0, empties 0 and rewrites 0 of the 1 tracked files (0%) and removes 29 of their 29 bytes (100%); at the default gate.max_removed_share of 0.5)",
             "link.sh: held: a symlink",
-            "rules: built-in (no .forgehand.toml)",
+            "rules: built-in (HEAD has no .forgehand.toml)",
         ]
     );
 }
@@ -163,8 +165,14 @@ fn bad_input_is_refused_with_a_reason() {
         stderr.contains(".forgehand.toml, [gate]: unknown key `ordinry`"),
         "{stderr}"
     );
+    // The rules are HEAD's, not the working tree's: an agent's edit of
+    // the file changes nothing here.
     std::fs::write(dir.path().join(".forgehand.toml"), "").unwrap();
-    let out = forgehand(&["gate", "explain", "../outside.py"], dir.path());
+    let out = forgehand(&["gate", "explain", "a.py"], dir.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown key `ordinry`"));
+    let clean = tempfile::tempdir().unwrap();
+    repository(clean.path(), &[("a.py", "")]);
+    let out = forgehand(&["gate", "explain", "../outside.py"], clean.path());
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("name a path inside the repository"));
 }

@@ -21,6 +21,7 @@ struct AtCommit<'r> {
     repo: &'r git2::Repository,
     old: Option<git2::Tree<'r>>,
     new: git2::Tree<'r>,
+    imported: std::cell::OnceCell<std::collections::BTreeSet<String>>,
 }
 
 impl AtCommit<'_> {
@@ -38,11 +39,17 @@ impl Contents for AtCommit<'_> {
     fn after(&self, path: &str) -> Option<Vec<u8>> {
         self.read(Some(&self.new), path)
     }
-    fn had_dir(&self, dir: &str) -> bool {
+    fn had_kind(&self, dir: &str, ext: &str) -> bool {
         self.old.as_ref().is_some_and(|tree| {
-            tree.get_path(Path::new(dir))
-                .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree))
+            forgehand_gate::classify::changes::had_kind(self.repo, tree, dir, ext)
         })
+    }
+    fn imported_by_agents(&self, path: &str) -> bool {
+        let imported = self.imported.get_or_init(|| match &self.old {
+            Some(tree) => forgehand_gate::classify::imports::agent_imports(self.repo, tree),
+            None => Default::default(),
+        });
+        imported.contains(&forgehand_gate::classify::names::FoldedPath::new(path).joined())
     }
 }
 
@@ -166,6 +173,7 @@ fn main() -> anyhow::Result<()> {
         let sha = record["sha"].as_str().unwrap_or_default();
         let commit = repo.find_commit(git2::Oid::from_str(sha)?)?;
         let contents = AtCommit {
+            imported: Default::default(),
             repo: &repo,
             old: commit.parent(0).ok().and_then(|p| p.tree().ok()),
             new: commit.tree()?,

@@ -582,15 +582,12 @@ fn held_paths(
     tree: &Path,
     rules: &RepoRules,
 ) -> Result<Vec<HeldPath>, GateError> {
-    let contents = crate::classify::changes::WorkingContents {
-        repo,
-        tree: tree.to_owned(),
-    };
+    let contents = crate::classify::changes::WorkingContents::new(repo, tree.to_owned());
     let mut held = Vec::new();
     for change in crate::classify::changes::working_changes(repo)? {
         if let Verdict::Held { why, explained } = classify(&change, rules, &contents) {
             held.push(HeldPath {
-                path: change.path.clone(),
+                path: integrity::shown(Path::new(&change.path)),
                 change: match change.status {
                     Status::Added => integrity::Change::Added,
                     Status::Modified => integrity::Change::Modified,

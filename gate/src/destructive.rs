@@ -8,8 +8,9 @@
 //! deleted, left empty or rewritten (more than half of their bytes in
 //! lines they no longer hold, or a binary file changed: overwriting every
 //! file with as many bytes of junk removes them all), and bytes removed
-//! (a deleted file's size, a shrunk file's lost bytes), each as a share
-//! of what the committed tree tracks. A file renamed (git's rename detection, new files included) is
+//! (a deleted, emptied or rewritten file's size, a shrunk file's lost
+//! bytes), each as a share of what the committed tree tracks; the bytes
+//! only past 4 KiB removed. A file renamed (git's rename detection, new files included) is
 //! not removed. A change leaving no file at all is always destructive.
 
 use std::fmt;
@@ -30,7 +31,8 @@ pub struct Removal {
     pub deleted_files: usize,
     /// Still there, with no bytes left.
     pub emptied_files: usize,
-    /// Still there, with more than half of their bytes in lines removed.
+    /// Still there, with more than half of their bytes in lines removed
+    /// (of those holding more than [`MIN_REWRITTEN_FILE_BYTES`]).
     pub rewritten_files: usize,
     /// What the deleted files held and the shrunk files lost.
     pub removed_bytes: u64,
@@ -53,14 +55,26 @@ impl Removal {
     }
 
     /// Whether the change removes more than `max_share` of the files or
-    /// of the bytes, or leaves nothing where there was something.
+    /// of the bytes, or leaves nothing where there was something. The
+    /// bytes count only past [`MIN_REMOVED_BYTES`]: in a repository of a
+    /// few small files, rewriting one is an ordinary fix.
     pub fn is_destructive(&self, max_share: f64) -> bool {
         if self.tracked_files == 0 {
             return false;
         }
-        self.files_after == 0 || self.file_share() > max_share || self.byte_share() > max_share
+        self.files_after == 0
+            || self.file_share() > max_share
+            || (self.removed_bytes > MIN_REMOVED_BYTES && self.byte_share() > max_share)
     }
 }
+
+/// Bytes removed below which the byte share does not make a change
+/// destructive (the file share still does).
+pub const MIN_REMOVED_BYTES: u64 = 4096;
+
+/// A file rewritten counts among the files removed only when it held
+/// more than this: its bytes count either way.
+pub const MIN_REWRITTEN_FILE_BYTES: u64 = 512;
 
 fn share(part: f64, whole: f64) -> f64 {
     if whole == 0.0 {
@@ -152,10 +166,18 @@ pub fn measure(repo: &Repository) -> Result<Removal, git2::Error> {
                     .map_or(0, |p| on_disk(&tree.join(p)));
                 if new == 0 && old > 0 {
                     removal.emptied_files += 1;
+                    removal.removed_bytes += old;
                 } else if old > 0 && removed_lines(&diff, index, old)? * 2 > old {
-                    removal.rewritten_files += 1;
+                    // Rewritten: what it held is gone, whatever its size;
+                    // a file counts as one only past a few lines (a fix
+                    // of a one-line file rewrites it).
+                    if old > MIN_REWRITTEN_FILE_BYTES {
+                        removal.rewritten_files += 1;
+                    }
+                    removal.removed_bytes += old;
+                } else {
+                    removal.removed_bytes += old.saturating_sub(new);
                 }
-                removal.removed_bytes += old.saturating_sub(new);
             }
             Delta::Added | Delta::Untracked | Delta::Copied => added += 1,
             _ => {}
@@ -278,7 +300,7 @@ mod tests {
 
     #[test]
     fn the_bytes_count_too_and_renames_remove_nothing() {
-        let big = "line of the library\n".repeat(100);
+        let big = "line of the library\n".repeat(300);
         let (dir, repo) = repo(&[
             ("lib.py", &big),
             ("a.py", "a\n"),
@@ -303,7 +325,8 @@ mod tests {
     }
 
     /// Red-team round 1 (issue 25): every file overwritten with as many
-    /// bytes of junk removed nothing by size.
+    /// bytes of junk removed nothing by size (larger files: the test
+    /// below).
     #[test]
     fn files_overwritten_with_junk_of_the_same_size_are_removed() {
         let (dir, repo) = repo(&FILES);
@@ -311,8 +334,10 @@ mod tests {
             std::fs::write(dir.path().join(path), "#".repeat(text.len())).unwrap();
         }
         let removal = measure(&repo).unwrap();
-        assert_eq!(removal.rewritten_files, 4, "{removal}");
-        assert!(removal.is_destructive(0.5), "{removal}");
+        // Four small files: each rewritten, none past the size a file
+        // counts at; their bytes, all of them, under the floor.
+        assert_eq!(removal.removed_bytes, removal.tracked_bytes, "{removal}");
+        assert_eq!(removal.rewritten_files, 0, "{removal}");
         // A fix of one line removes that line only.
         let (_dir, repo) = repo_of_fix();
         assert!(!measure(&repo).unwrap().is_destructive(0.5));
@@ -326,5 +351,39 @@ mod tests {
         )
         .unwrap();
         (dir, repo)
+    }
+
+    /// Red-team round 2 (issue 25): 21 of 50 files overwritten held 89%
+    /// of the bytes, and every file's lines reversed passed.
+    #[test]
+    fn rewritten_bytes_count_and_so_do_reversed_lines() {
+        let line = |i: usize| format!("value_{i} = compute({i}, {i})\n");
+        let big: String = (0..200).map(line).collect();
+        let mut files: Vec<(String, String)> = (0..21)
+            .map(|i| (format!("src/m{i}.py"), big.clone()))
+            .collect();
+        files.extend((0..29).map(|i| (format!("small{i}.txt"), "x\n".to_owned())));
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (dir, git) = repo(&refs);
+        for i in 0..21 {
+            std::fs::write(
+                dir.path().join(format!("src/m{i}.py")),
+                "#".repeat(big.len()),
+            )
+            .unwrap();
+        }
+        let removal = measure(&git).unwrap();
+        assert!(removal.byte_share() > 0.9, "{removal}");
+        assert!(removal.is_destructive(0.5), "{removal}");
+        let (dir, git) = repo(&refs);
+        for i in 0..21 {
+            let reversed: String = big.lines().rev().map(|l| format!("{l}\n")).collect();
+            std::fs::write(dir.path().join(format!("src/m{i}.py")), reversed).unwrap();
+        }
+        let removal = measure(&git).unwrap();
+        assert!(removal.is_destructive(0.5), "{removal}");
     }
 }

@@ -1,9 +1,11 @@
 //! `forgehand gate explain`: how the gate would classify paths of a
 //! local repository, with the reason, under the repository's own
-//! `[gate]` patterns (from the `.forgehand.toml` of its working tree:
-//! what a maintainer is editing). Nothing is written.
+//! `[gate]` patterns as a job reads them: from `HEAD`'s `.forgehand.toml`
+//! (the base branch's), never the working tree's, which is what an agent
+//! would edit. Without paths, the working tree's changes and the
+//! destructive-change measure. Nothing is written.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -24,7 +26,7 @@ pub fn explain(repo: &Path, paths: &[String], out: &mut dyn Write) -> anyhow::Re
         .workdir()
         .context("the repository has no working tree")?
         .to_owned();
-    let (rules, from) = rules(&tree)?;
+    let (rules, from) = rules(&git)?;
     writeln!(out, "rules: {from}")?;
     // Each path in the order given; a directory has no verdict of its own.
     let changes: Vec<Result<PathChange, String>> = if paths.is_empty() {
@@ -44,10 +46,7 @@ pub fn explain(repo: &Path, paths: &[String], out: &mut dyn Write) -> anyhow::Re
         }
         changes
     };
-    let contents = WorkingContents {
-        repo: &git,
-        tree: tree.clone(),
-    };
+    let contents = WorkingContents::new(&git, tree.clone());
     let mut held = 0;
     for change in &changes {
         let change = match change {
@@ -65,35 +64,48 @@ pub fn explain(repo: &Path, paths: &[String], out: &mut dyn Write) -> anyhow::Re
         let shown = forgehand_text::printable(&change.path);
         writeln!(out, "{shown}: {verdict}")?;
     }
+    if paths.is_empty() {
+        let removal = forgehand_gate::destructive::measure(&git)?;
+        let max = forgehand_gate::DEFAULT_MAX_REMOVED_SHARE;
+        let destructive = removal.is_destructive(max);
+        writeln!(
+            out,
+            "destructive: {} ({removal}; at the default gate.max_removed_share of {max})",
+            if destructive { "held" } else { "no" }
+        )?;
+        held += usize::from(destructive);
+    }
     Ok(held)
 }
 
-/// The working tree's `[gate]` patterns, and where they came from.
-fn rules(tree: &Path) -> anyhow::Result<(RepoRules, String)> {
-    let file = tree.join(".forgehand.toml");
-    let meta = match std::fs::symlink_metadata(&file) {
-        Ok(meta) => meta,
-        Err(_) => return Ok((RepoRules::none(), "built-in (no .forgehand.toml)".into())),
+/// `HEAD`'s `[gate]` patterns, and where they came from.
+fn rules(git: &git2::Repository) -> anyhow::Result<(RepoRules, String)> {
+    let Some(tree) = git.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
+        return Ok((RepoRules::none(), "built-in (no commit yet)".into()));
+    };
+    let Ok(entry) = tree.get_path(Path::new(".forgehand.toml")) else {
+        return Ok((
+            RepoRules::none(),
+            "built-in (HEAD has no .forgehand.toml)".into(),
+        ));
     };
     anyhow::ensure!(
-        meta.is_file(),
-        ".forgehand.toml is not a regular file: the gate reads none"
+        entry.filemode() == 0o100644 || entry.filemode() == 0o100755,
+        "HEAD's .forgehand.toml is not a regular file: the gate reads none"
     );
-    let mut bytes = Vec::new();
-    std::fs::File::open(&file)?
-        .take(MAX_SETTINGS + 1)
-        .read_to_end(&mut bytes)?;
+    let (size, _) = git.odb()?.read_header(entry.id())?;
     anyhow::ensure!(
-        bytes.len() as u64 <= MAX_SETTINGS,
-        ".forgehand.toml is larger than 1 MiB"
+        size as u64 <= MAX_SETTINGS,
+        "HEAD's .forgehand.toml is larger than 1 MiB"
     );
+    let bytes = git.find_blob(entry.id())?.content().to_vec();
     let rules = RepoRules::parse(&bytes)?;
     let (ordinary, held) = rules.patterns();
     let from = if ordinary.is_empty() && held.is_empty() {
-        "built-in (.forgehand.toml has no [gate] patterns)".to_owned()
+        "built-in (HEAD's .forgehand.toml has no [gate] patterns)".to_owned()
     } else {
         format!(
-            "built-in, with .forgehand.toml's [gate] (ordinary: {}; held: {})",
+            "built-in, with HEAD's .forgehand.toml [gate] (ordinary: {}; held: {})",
             list(&ordinary),
             list(&held)
         )

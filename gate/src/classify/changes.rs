@@ -40,10 +40,14 @@ pub fn working_changes(repo: &Repository) -> Result<Vec<PathChange>, git2::Error
             }
         };
         let (old, new) = (delta.old_file(), delta.new_file());
+        // The name as it is, for the classification (its folding drops
+        // zero-width characters: an escaped form would keep them as text
+        // and judge `tests/\u{200c}Makefile` a file of its own); shown
+        // escaped only where it is displayed.
         let path = new
             .path()
             .or(old.path())
-            .map(crate::integrity::shown)
+            .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default();
         out.push(PathChange {
             path,
@@ -68,6 +72,43 @@ pub fn working_changes(repo: &Repository) -> Result<Vec<PathChange>, git2::Error
 pub struct WorkingContents<'r> {
     pub repo: &'r Repository,
     pub tree: PathBuf,
+    /// What the base tree's agent files import, read once when asked.
+    pub imported: std::cell::OnceCell<std::collections::BTreeSet<String>>,
+}
+
+impl<'r> WorkingContents<'r> {
+    pub fn new(repo: &'r Repository, tree: PathBuf) -> Self {
+        WorkingContents {
+            repo,
+            tree,
+            imported: std::cell::OnceCell::new(),
+        }
+    }
+}
+
+/// Whether `tree`'s directory `dir` (`""`: its root) holds a file whose
+/// folded name ends with `.ext` (folded).
+pub fn had_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) -> bool {
+    let sub;
+    let tree = if dir.is_empty() {
+        tree
+    } else {
+        let Some(found) = tree
+            .get_path(Path::new(dir))
+            .ok()
+            .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+            .and_then(|e| repo.find_tree(e.id()).ok())
+        else {
+            return false;
+        };
+        sub = found;
+        &sub
+    };
+    let suffix = format!(".{ext}");
+    tree.iter().any(|entry| {
+        entry.kind() == Some(git2::ObjectType::Blob)
+            && super::names::fold(&String::from_utf8_lossy(entry.name_bytes())).ends_with(&suffix)
+    })
 }
 
 impl Contents for WorkingContents<'_> {
@@ -78,12 +119,21 @@ impl Contents for WorkingContents<'_> {
         (blob.size() as u64 <= MAX_READ).then(|| blob.content().to_vec())
     }
 
-    fn had_dir(&self, dir: &str) -> bool {
+    fn had_kind(&self, dir: &str, ext: &str) -> bool {
         let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
             return false;
         };
-        tree.get_path(Path::new(dir))
-            .is_ok_and(|entry| entry.kind() == Some(git2::ObjectType::Tree))
+        had_kind(self.repo, &tree, dir, ext)
+    }
+
+    fn imported_by_agents(&self, path: &str) -> bool {
+        let imported = self.imported.get_or_init(|| {
+            match self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) {
+                Some(tree) => super::imports::agent_imports(self.repo, &tree),
+                None => Default::default(),
+            }
+        });
+        imported.contains(&super::names::FoldedPath::new(path).joined())
     }
 
     fn after(&self, path: &str) -> Option<Vec<u8>> {

@@ -69,6 +69,11 @@ pub const AGENT_INSTRUCTIONS: AgentNames = AgentNames {
         "junie",
         "opencode",
         "qwen",
+        "warp",
+        "crush",
+        "kiro",
+        "trae",
+        "augment",
     ],
     parts: &["instructions", "rules", "prompt", "persona"],
     suffixes: &[".agent.md", ".chatmode.md", ".prompt.md", ".mdc"],
@@ -121,6 +126,10 @@ pub const ENTRY_POINTS: &[(&str, &str)] = &[
     ("*.config.mts", "a tool's configuration, run as code"),
     ("*.config.cts", "a tool's configuration, run as code"),
     ("*.conf.js", "a tool's configuration, run as code"),
+    (
+        "package@swift-*.swift",
+        "SwiftPM's manifest for a tools version, preferred to Package.swift",
+    ),
     ("gulpfile.*", "gulp's tasks"),
     ("gruntfile.*", "Grunt's tasks"),
     ("jakefile.*", "Jake's tasks"),
@@ -137,9 +146,11 @@ pub const BUILD_DIRS: &[(&str, &str)] = &[
     ("requirements", "pip installs what its files name"),
 ];
 
-/// Directories whose files are test data: ordinary whatever their
-/// extension (a fixture may be YAML, JSON or anything a test reads), but
-/// for dot-files, links, entry points and agent instructions.
+/// Directories whose files are test data: source files, and data of the
+/// kinds in [`TEST_DATA_EXTENSIONS`], beneath one are ordinary, but for
+/// dot-files, links, entry points and agent instructions; any other kind
+/// there (a build file a runner finds by name, `dune`, `BUCK`,
+/// `x.csproj.user`, `pytest.toml`, a binary) is held.
 pub const TEST_DIRS: &[&str] = &[
     "test",
     "tests",
@@ -159,8 +170,73 @@ pub const TEST_DIRS: &[&str] = &[
     "goldens",
 ];
 
+/// What a test reads as data, by extension: ordinary beneath a test
+/// directory. Configuration formats a tool may find by name there
+/// (TOML, INI, `.cfg`, `.props`) and binaries are not among them.
+pub const TEST_DATA_EXTENSIONS: &[&str] = &[
+    "json",
+    "jsonl",
+    "ndjson",
+    "yaml",
+    "yml",
+    "txt",
+    "csv",
+    "tsv",
+    "xml",
+    "html",
+    "htm",
+    "md",
+    "rst",
+    "snap",
+    "svg",
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "webp",
+    "ico",
+    "bmp",
+    "pdf",
+    "gz",
+    "bz2",
+    "xz",
+    "zst",
+    "zip",
+    "tar",
+    "tgz",
+    "bin",
+    "dat",
+    "out",
+    "err",
+    "in",
+    "expected",
+    "golden",
+    "diff",
+    "patch",
+    "ipynb",
+    "pyi",
+    "log",
+    "eml",
+    "msg",
+    "wav",
+    "mp3",
+    "ttf",
+    "woff",
+    "woff2",
+    "mdx",
+    "flow",
+    "hbs",
+    "handlebars",
+    "mjml",
+    "liquid",
+    "njk",
+    "pug",
+    "astro",
+    "marko",
+];
+
 /// Directories of changelog fragments (towncrier, changesets,
-/// prettier's): ordinary whatever their extension.
+/// prettier's): ordinary with a documentation or a test-data extension.
 pub const CHANGELOG_DIRS: &[&str] = &[
     "changelog",
     "changelog.d",
@@ -211,7 +287,6 @@ pub const MANIFESTS: &[Manifest] = &[
             "project.keywords",
             "project.classifiers",
             "project.urls",
-            "project.license",
             "project.requires-python",
             "tool.ruff",
             "tool.black",

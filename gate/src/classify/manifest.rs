@@ -129,8 +129,11 @@ mod tests {
         fn after(&self, _: &str) -> Option<Vec<u8>> {
             Some(self.1.as_bytes().to_vec())
         }
-        fn had_dir(&self, _: &str) -> bool {
+        fn had_kind(&self, _: &str, _: &str) -> bool {
             true
+        }
+        fn imported_by_agents(&self, _: &str) -> bool {
+            false
         }
     }
 
@@ -264,6 +267,11 @@ mod tests {
                 "pyproject.toml",
                 "[project]\nname = \"a\"\n",
                 "[project]\nname = \"a\"\n[tool.towncrier]\ntemplate = \"tests/t.jinja\"\n",
+            ),
+            (
+                "pyproject.toml",
+                "[project]\nname = \"a\"\nlicense = \"MIT\"\n",
+                "[project]\nname = \"a\"\nlicense = {file = \".git/config\"}\n",
             ),
             (
                 "package.json",

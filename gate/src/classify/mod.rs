@@ -13,6 +13,7 @@
 //! [`repository`]); the agent's own edit of that file is always held.
 
 pub mod changes;
+pub mod imports;
 pub mod known;
 pub mod manifest;
 pub mod names;
@@ -24,7 +25,7 @@ use std::fmt;
 use crate::integrity::{rule_for, Rule};
 use known::{
     name_matches, AGENT_INSTRUCTIONS, BUILD_DIRS, CHANGELOG_DIRS, DOC_EXTENSIONS, DOC_NAMES,
-    ENTRY_POINTS, LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DIRS,
+    ENTRY_POINTS, LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DATA_EXTENSIONS, TEST_DIRS,
 };
 use names::{is_short_name, FoldedPath};
 pub use repository::{RepoRules, RepoRulesError};
@@ -54,9 +55,13 @@ pub enum Status {
 pub trait Contents {
     fn before(&self, path: &str) -> Option<Vec<u8>>;
     fn after(&self, path: &str) -> Option<Vec<u8>>;
-    /// Whether the base tree has the directory `dir` (folded or not, as
-    /// the change names it).
-    fn had_dir(&self, dir: &str) -> bool;
+    /// Whether the base tree's directory `dir` (`""`: the root, as the
+    /// change names it) holds a file whose name ends with `.ext`.
+    fn had_kind(&self, dir: &str, ext: &str) -> bool;
+    /// Whether a file of the base tree that instructs agents imports
+    /// `path` (`@docs/guide.md` in `CLAUDE.md`): an agent reads it as
+    /// instructions too.
+    fn imported_by_agents(&self, path: &str) -> bool;
 }
 
 /// Why a path is ordinary.
@@ -88,9 +93,15 @@ pub enum Held {
     ShortName,
     /// A file the catalogue names: a tool runs or reads it.
     Catalogued,
-    /// A new file at the top of the tree (at the root, or in a directory
-    /// the base tree does not have), where tools look for files by name.
-    NewAtTop,
+    /// A new source file where the base tree has none of its kind (a new
+    /// directory, or the first of its language in one): tools look for
+    /// entry points by name there.
+    NewKind,
+    /// Markdown under an upper-case name, the convention of files tools
+    /// and agents read (`WARP.md`, `CRUSH.md`).
+    UpperCaseDocument,
+    /// Imported by a file that instructs agents.
+    ImportedByAgents,
     /// This bot's own settings in the repository.
     ForgehandToml,
     /// A git control file (`.gitattributes`, `.gitmodules`).
@@ -142,9 +153,15 @@ impl fmt::Display for Held {
                 "a name of the form Windows gives short names (`NAME~1`), which may open another file there",
             ),
             Held::Catalogued => f.write_str("a file a tool runs or reads"),
-            Held::NewAtTop => f.write_str(
-                "a new file at the top of the tree (the root, or a new top-level directory), where tools look for files by name",
+            Held::NewKind => f.write_str(
+                "a new source file where the base tree has none of its kind (a new directory, or the first of its language there), where tools look for entry points by name",
             ),
+            Held::UpperCaseDocument => f.write_str(
+                "Markdown under an upper-case name, the convention of files tools and agents read",
+            ),
+            Held::ImportedByAgents => {
+                f.write_str("imported by a file that instructs agents: read as instructions too")
+            }
             Held::ForgehandToml => f.write_str("this bot's own settings"),
             Held::GitControl => f.write_str("a file git itself reads"),
             Held::DotPath => {
@@ -240,6 +257,9 @@ pub fn classify(change: &PathChange, rules: &RepoRules, contents: &dyn Contents)
     if let Some(pattern) = rules.ordinary_by(&path) {
         return Verdict::Ordinary(Ordinary::Repository(pattern));
     }
+    if contents.imported_by_agents(&change.path) {
+        return held(Held::ImportedByAgents);
+    }
     match built_in(change, &path, contents) {
         Ok(ordinary) => Verdict::Ordinary(ordinary),
         Err(why) => held(why),
@@ -290,19 +310,22 @@ fn built_in(
     // Source first: `rules.rs` is a linter's code, `agent.py` a program;
     // an agent reads instructions from documents and unknown kinds.
     if ext.is_some_and(|e| SOURCE_EXTENSIONS.contains(&e)) {
-        // Tools find their entry points by name at the top of the tree
-        // (`dangerfile.ts`, `gatsby-node.js`, `magefiles/`, `_plugins/`):
-        // a new one there is held, whatever its name. New code beneath
-        // an existing directory, or in a test directory, is not.
-        let at_top = match dirs.first() {
-            None => true,
-            Some(top) => {
-                let shown_top = change.path.split('/').next().unwrap_or_default();
-                !TEST_DIRS.contains(&top.as_str()) && !contents.had_dir(shown_top)
-            }
-        };
-        if change.status == Status::Added && at_top && !is_test_name(name) {
-            return Err(Held::NewAtTop);
+        // Tools find their entry points by name in places no list keeps
+        // up with (`dangerfile.ts`, `project/src/main/scala/`,
+        // `ios/fastlane/actions/`, `_plugins/`): a new source file is
+        // ordinary only beneath the root beside files of its kind the
+        // base tree already has, in a test directory, or under a test's
+        // name.
+        // At the root, where most tools look, a new one is held beside
+        // anything.
+        let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let beside_its_kind = !dir.is_empty() && ext.is_some_and(|e| contents.had_kind(dir, e));
+        if change.status == Status::Added
+            && !beside_its_kind
+            && !under(TEST_DIRS)
+            && !is_test_name(name)
+        {
+            return Err(Held::NewKind);
         }
         return Ok(Ordinary::Source);
     }
@@ -312,6 +335,9 @@ fn built_in(
     let doc_ext = ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e));
     let stem = name.split('.').next().unwrap_or(name);
     let doc_name = DOC_NAMES.contains(&stem) && (ext.is_none() || doc_ext);
+    if doc_ext && !doc_name && upper_case_stem(&change.path) {
+        return Err(Held::UpperCaseDocument);
+    }
     // At the root, where agents and tools look for files by name
     // (`CRUSH.md`, `WARP.md`), only documentation names; beneath it,
     // documentation of any name (a design note, a Markdown test), but for
@@ -319,13 +345,22 @@ fn built_in(
     if doc_name || (doc_ext && !dirs.is_empty()) {
         return Ok(Ordinary::Documentation);
     }
-    if under(TEST_DIRS) {
+    let data = ext.is_some_and(|e| TEST_DATA_EXTENSIONS.contains(&e));
+    if under(TEST_DIRS) && data {
         return Ok(Ordinary::TestData);
     }
-    if under(CHANGELOG_DIRS) {
+    if under(CHANGELOG_DIRS) && (data || doc_ext) {
         return Ok(Ordinary::ChangelogFragment);
     }
     Err(Held::Unknown(ext.map(str::to_owned)))
+}
+
+/// Whether the file name's stem, as written, is upper-case (`WARP.md`,
+/// `CRUSH.local.md`): two letters or more, none lower-case.
+fn upper_case_stem(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let stem = name.split('.').next().unwrap_or(name);
+    stem.chars().filter(|c| c.is_alphabetic()).count() >= 2 && !stem.chars().any(char::is_lowercase)
 }
 
 /// Whether a folded file name is a test's by the usual conventions

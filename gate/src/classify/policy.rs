@@ -5,7 +5,7 @@
 
 use super::known::{
     AGENT_INSTRUCTIONS, BUILD_DIRS, CHANGELOG_DIRS, DOC_EXTENSIONS, DOC_NAMES, ENTRY_POINTS,
-    LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DIRS,
+    LOCKFILES, MANIFESTS, SOURCE_EXTENSIONS, TEST_DATA_EXTENSIONS, TEST_DIRS,
 };
 use super::RepoRules;
 
@@ -82,7 +82,7 @@ pub fn lists_markdown() -> String {
     let mut row = |name: &str, items: String| out.push_str(&format!("| {name} | {items} |\n"));
     let exts: Vec<String> = SOURCE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     row(
-        "Source and test extensions (ordinary; a new one at the root or in a new top-level directory other than a test directory is held)",
+        "Source and test extensions (ordinary; a new one is held at the root, and elsewhere where the base tree has no file of its kind in its directory, but in a test directory or under a test's name)",
         code(&exts.iter().map(String::as_str).collect::<Vec<_>>()),
     );
     let docs: Vec<String> = DOC_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
@@ -95,11 +95,19 @@ pub fn lists_markdown() -> String {
         code(DOC_NAMES),
     );
     row(
-        "Test and fixture directories: any file beneath the catalogue does not name (ordinary)",
+        "Test and fixture directories: source, documentation and test data beneath, that the catalogue does not name (ordinary)",
         code(TEST_DIRS),
     );
+    let data: Vec<String> = TEST_DATA_EXTENSIONS
+        .iter()
+        .map(|e| format!(".{e}"))
+        .collect();
     row(
-        "Changelog-fragment directories: any file beneath the catalogue does not name (ordinary)",
+        "Test data extensions",
+        code(&data.iter().map(String::as_str).collect::<Vec<_>>()),
+    );
+    row(
+        "Changelog-fragment directories: documentation and test data beneath (ordinary)",
         code(CHANGELOG_DIRS),
     );
     for manifest in MANIFESTS {

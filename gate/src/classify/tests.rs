@@ -8,8 +8,11 @@ impl Contents for NoContents {
     fn after(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
-    fn had_dir(&self, _: &str) -> bool {
+    fn had_kind(&self, _: &str, _: &str) -> bool {
         true
+    }
+    fn imported_by_agents(&self, _: &str) -> bool {
+        false
     }
 }
 
@@ -215,8 +218,8 @@ fn every_catalogue_rows_example_is_held() {
     assert!(passed.is_empty(), "held by no rule: {passed:?}");
 }
 
-/// The base tree's top-level directories, for the rule on new files at
-/// the top of the tree.
+/// The base tree's directories and the extensions of their files
+/// (`"src:py"`), for the rule on new source files.
 struct Base(&'static [&'static str]);
 impl Contents for Base {
     fn before(&self, _: &str) -> Option<Vec<u8>> {
@@ -225,8 +228,11 @@ impl Contents for Base {
     fn after(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
-    fn had_dir(&self, dir: &str) -> bool {
-        self.0.contains(&dir)
+    fn had_kind(&self, dir: &str, ext: &str) -> bool {
+        self.0.contains(&format!("{dir}:{ext}").as_str())
+    }
+    fn imported_by_agents(&self, path: &str) -> bool {
+        path == "docs/dev-guide.md"
     }
 }
 
@@ -243,7 +249,7 @@ fn modified(path: &str) -> PathChange {
 /// NTFS or Windows' short names alias are folded or held.
 #[test]
 fn what_red_team_round_one_found_is_held() {
-    let base = Base(&["src", "lib", "tests", "config", "docs"]);
+    let base = Base(&["src:py", "src/pkg:py", "lib:js", ":py", ":js", "config:exs"]);
     let held = |change: PathChange| classify(&change, &RepoRules::none(), &base);
     let mut passed = Vec::new();
     let added_anywhere = [
@@ -355,5 +361,100 @@ fn what_red_team_round_one_found_is_held() {
     ] {
         let verdict = held(change.clone());
         assert!(!verdict.is_held(), "{}: {verdict}", change.path);
+    }
+}
+
+/// Red-team round 2 against the fail-closed gate (issue 25). Fixed by
+/// mechanism: a new source file is ordinary only beside files of its
+/// kind (at any depth, not only the top); test directories hold test
+/// data by kind, not anything; upper-case Markdown names are held
+/// wherever they are; what agent files import is held as they are.
+#[test]
+fn what_red_team_round_two_found_is_held() {
+    let base = Base(&[
+        "src:py",
+        "packages/web:js",
+        "project:scala",
+        "ios:swift",
+        "docs:md",
+    ]);
+    let mut passed = Vec::new();
+    for path in [
+        // Agent files in subdirectories.
+        "packages/web/WARP.md",
+        "src/WARP.md",
+        "src/CRUSH.md",
+        "src/crush.md",
+        // Imported by the base's CLAUDE.md.
+        "docs/dev-guide.md",
+        // Entry points below the top of the tree.
+        "project/src/main/scala/Evil.scala",
+        "ios/fastlane/actions/evil.rb",
+        "Packages/Foo/Package@swift-5.9.swift",
+        "docs/_plugins/evil.rb",
+        "packages/web/project.clj",
+        "packages/x/Rakefile.rb",
+        "packages/x/gatsby-node.js",
+        // Build and runner files in test directories that no row names,
+        // and binaries.
+        "tests/Foo.Tests/Foo.Tests.csproj.user",
+        "test/dune",
+        "tests/pytest.toml",
+        "tests/BUCK",
+        "tests/BUILD.pants",
+        "tests/Jamfile",
+        "tests/Dockerfile-integration",
+        "tests/lib.so",
+        "tests/tool.jar",
+    ] {
+        if !classify(&added(path), &RepoRules::none(), &base).is_held() {
+            passed.push(path);
+        }
+    }
+    assert!(passed.is_empty(), "passed as ordinary: {passed:#?}");
+    for path in [
+        "src/new_module.py",
+        "packages/web/util.js",
+        "tests/fixtures/case.json",
+        "tests/golden/out.txt",
+        "docs/guide.md",
+        "src/design.md",
+    ] {
+        let verdict = classify(&added(path), &RepoRules::none(), &base);
+        assert!(!verdict.is_held(), "{path}: {verdict}");
+    }
+}
+
+/// Red-team round 2, H3: a name with a zero-width character in the diff
+/// was judged escaped (`tests/\u{200c}Makefile` as text), not folded,
+/// and committed; `gate explain` with the same name said held.
+#[test]
+fn names_in_the_diff_are_folded_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/app.py"), "x = 1\n").unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(std::path::Path::new("src/app.py")).unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "c", &tree, &[])
+        .unwrap();
+    for path in [
+        "tests/\u{200c}Makefile",
+        "src/\u{200c}conftest.py",
+        "src/AGE\u{200c}NTS.md",
+        "tests/\u{200c}.gitattributes",
+    ] {
+        let full = dir.path().join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, "x\n").unwrap();
+    }
+    let contents = changes::WorkingContents::new(&repo, dir.path().to_owned());
+    let changed = changes::working_changes(&repo).unwrap();
+    assert_eq!(changed.len(), 4, "{changed:?}");
+    for change in changed {
+        let verdict = classify(&change, &RepoRules::none(), &contents);
+        assert!(verdict.is_held(), "{:?}: {verdict}", change.path);
     }
 }
