@@ -538,6 +538,64 @@ mod tests {
         assert!(matches!(cache.remove("c"), Ok(false)));
     }
 
+    /// Issue 26: a setup making 150,000 empty files took 3 MiB and was
+    /// never evicted by bytes. Entries are counted when kept, and past
+    /// `cache_max_entries` the least recently used go.
+    #[test]
+    fn environments_are_evicted_by_entries_as_by_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = EnvCache::open(tmp.path(), 10)
+            .unwrap()
+            .with_max_entries(250);
+        let many = |key: &str| {
+            let building = cache.building(key).unwrap();
+            std::fs::create_dir(building.dir.join("home")).unwrap();
+            for i in 0..100 {
+                std::fs::write(building.dir.join(format!("home/f{i}")), "").unwrap();
+            }
+            cache.keep(building, info("github:acme/widgets")).unwrap()
+        };
+        // Used one after the other (last use is kept in seconds: set).
+        let used = |key: &str, ago: u64| {
+            let dir = cache.env_dir(key);
+            let mut info = read_info(&dir).unwrap();
+            info.last_used = now() - ago;
+            write_info(&dir, &info).unwrap();
+        };
+        let a = many("a");
+        assert!(a.info.entries >= 100, "{}", a.info.entries);
+        drop(a);
+        used("a", 100);
+        drop(many("b"));
+        used("b", 50);
+        let keys = |cache: &EnvCache| -> Vec<String> {
+            let mut keys: Vec<String> = cache.list().into_iter().map(|e| e.key).collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(keys(&cache), ["a", "b"], "about 204 entries fit 250");
+        drop(many("c"));
+        assert_eq!(keys(&cache), ["b", "c"], "a, the least recently used, went");
+    }
+
+    /// `environment.max_idle_days`: one unused that long is removed.
+    #[test]
+    fn an_environment_unused_past_the_idle_days_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = EnvCache::open(tmp.path(), 10)
+            .unwrap()
+            .with_max_idle_days(30);
+        drop(build(&cache, "old", 10));
+        // Last used 31 days ago.
+        let dir = cache.env_dir("old");
+        let mut stale = read_info(&dir).unwrap();
+        stale.last_used = now() - 31 * 86_400;
+        write_info(&dir, &stale).unwrap();
+        drop(build(&cache, "new", 10));
+        let keys: Vec<String> = cache.list().into_iter().map(|e| e.key).collect();
+        assert_eq!(keys, ["new"]);
+    }
+
     #[test]
     fn an_environment_in_use_is_not_removed() {
         let tmp = tempfile::tempdir().unwrap();
