@@ -309,3 +309,59 @@ async fn a_setup_running_out_of_inodes_is_too_large() {
     );
     assert_eq!(env.cache(), (0, 0));
 }
+
+/// Node's module lookup (`require('./lib')`, a package under
+/// `node_modules/`) finds nothing outside the inputs either; a change to
+/// those files reuses the environment. Node comes from Debian's archive
+/// through the egress, so this one reaches the registries this host's
+/// package managers use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_finds_nothing_outside_the_inputs_and_a_change_there_reuses_it() {
+    let proposal = forgehand_environment::hosts::propose().await;
+    let hosts = proposal.allow_hosts().join(",");
+    assert!(!hosts.is_empty(), "no registry on this host: {proposal}");
+    let env = Env::new(&[
+        ("FORGEHAND_ENVIRONMENT__ALLOW_HOSTS", hosts.as_str()),
+        (
+            "FORGEHAND_ENVIRONMENT__CA_BUNDLE",
+            "/etc/ssl/certs/ca-certificates.crt",
+        ),
+    ]);
+    let setup = r#"[environment]
+packages = ["nodejs"]
+setup = '''
+s="$HOME/seen"
+(cd /workspace && node -e "require('./lib')" && echo local-ran) >> "$s" 2>&1 || echo local-failed >> "$s"
+(cd /workspace && node -e "require('helper')" && echo package-ran) >> "$s" 2>&1 || echo package-failed >> "$s"
+true
+'''
+"#;
+    let first = commit(
+        &env.repo,
+        &[
+            (".forgehand.toml", setup),
+            ("lib/index.js", "console.log('SECRET-LOCAL')\n"),
+            (
+                "node_modules/helper/index.js",
+                "console.log('SECRET-PACKAGE')\n",
+            ),
+        ],
+    );
+    let (_, key) = env.declare(first);
+    let built = env.prepare(first).await.unwrap_or_else(|e| panic!("{e}"));
+    let seen = std::fs::read_to_string(built.env.as_ref().unwrap().home().join("seen")).unwrap();
+    assert!(seen.contains("local-failed"), "{seen}");
+    assert!(seen.contains("package-failed"), "{seen}");
+    assert!(!seen.contains("SECRET") && !seen.contains("-ran"), "{seen}");
+    drop(built);
+    let second = commit(
+        &env.repo,
+        &[
+            ("lib/index.js", "POISONED\n"),
+            ("node_modules/helper/index.js", "POISONED\n"),
+        ],
+    );
+    assert_eq!(env.declare(second).1, key);
+    let again = env.prepare(second).await.unwrap();
+    assert!(again.reused && again.egress.is_none());
+}
