@@ -166,15 +166,20 @@ impl Kept {
 
 impl Delivering {
     fn run(self, copy: WorkingCopy, scanner: &SecretScanner) -> Result<Delivered, Undelivered> {
+        // Bound in this order on purpose: bindings drop in reverse, so the
+        // layers are unmounted before the job directory beneath them is
+        // removed (a field left in `copy` would outlive every local, and
+        // its unmount would find the directory gone: issue 27's warning
+        // on every job).
         let WorkingCopy {
             job_dir,
+            layered: _layered,
             url,
             credentials,
             expected,
             before,
             rules,
             mirror_key,
-            ..
         } = copy;
         let repo = git2::Repository::open(job_dir.git_dir()).map_err(Failure::infra)?;
         let delivery = deliver(
