@@ -11,6 +11,7 @@ pub mod environment;
 pub mod github_app;
 pub mod host_secrets;
 pub mod job;
+pub mod jobcore;
 pub mod jobdir;
 pub mod live;
 pub mod model;

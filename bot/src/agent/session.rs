@@ -18,7 +18,7 @@ use forgehand_sandbox::{
 use super::prompts::Prompts;
 use super::tools::{CommandRun, Files, Toolbox};
 use super::{AgentReport, AgentSettings, Budgets, Conversation, Transcript};
-use crate::config::{Config, ModelConfig};
+use crate::config::{AgentConfig, ModelConfig, SandboxConfig};
 use crate::environment::{By, HostTestError, HostTests, TestCommand};
 use crate::model::{Message, ModelClient, ModelError};
 
@@ -34,7 +34,10 @@ pub enum SessionError {
 
 /// What a session is made of.
 pub struct Session<'a> {
-    pub config: &'a Config,
+    /// The sections of the configuration a session reads: its sandbox's
+    /// limits and the agent's budgets.
+    pub sandbox: &'a SandboxConfig,
+    pub agent: &'a AgentConfig,
     /// The model's settings (`forgehand run` may override the
     /// configured ones).
     pub model: &'a ModelConfig,
@@ -67,7 +70,7 @@ pub struct Started<'a> {
 
 impl<'a> Session<'a> {
     pub async fn start(mut self) -> Result<Started<'a>, SessionError> {
-        let spec = std::mem::replace(&mut self.spec, self.config.sandbox.spec(self.tree));
+        let spec = std::mem::replace(&mut self.spec, self.sandbox.spec(self.tree));
         let sandbox = self.backend.create(spec.clone()).await?;
         let made = Files::open(self.tree)
             .map_err(SessionError::Files)
@@ -135,7 +138,7 @@ impl Started<'_> {
     /// it): the first round, or another after [`Started::tell`], within
     /// the same budgets. The sandbox stays up.
     pub async fn run(&mut self, transcript: &mut Transcript) -> AgentReport {
-        let config = self.session.config;
+        let (sandbox_config, agent_config) = (self.session.sandbox, self.session.agent);
         let first = self
             .conversation
             .report(super::Outcome::Stopped {
@@ -165,14 +168,14 @@ impl Started<'_> {
         let toolbox = Toolbox {
             files: self.files.clone(),
             sandbox,
-            max_command_time: config.sandbox.limits().timeout,
+            max_command_time: sandbox_config.limits().timeout,
             ran: Default::default(),
         };
         let model = self.session.model;
         let price = |usage| model.cost(usage);
         let settings = AgentSettings {
-            budgets: Budgets::from_config(&config.agent),
-            context_tokens: config.agent.context_tokens,
+            budgets: Budgets::from_config(agent_config),
+            context_tokens: agent_config.context_tokens,
             price: &price,
         };
         let outcome = self
@@ -211,7 +214,7 @@ impl Started<'_> {
         test: &str,
         retries: u32,
     ) -> Result<(Vec<TestCommand>, Option<AgentReport>), HostTestError> {
-        let timeout = self.session.config.sandbox.limits().timeout;
+        let timeout = self.session.sandbox.limits().timeout;
         let mut runs = Vec::new();
         let mut finished_again = None;
         for round in 0..=retries {

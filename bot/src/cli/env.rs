@@ -66,11 +66,7 @@ pub async fn build(config: &Config, repo: &Path, out: &mut dyn Write) -> anyhow:
         .id();
     let local = super::run::local_environment(config, &*chosen.backend, &source, base).await?;
     match local.prepared {
-        Err(report) => anyhow::bail!(
-            "{}: {}",
-            report.reason.map_or("failed", crate::reason::Reason::code),
-            report.message.unwrap_or_default()
-        ),
+        Err(failure) => anyhow::bail!("{}: {}", failure.reason.code(), failure.message),
         Ok(None) => writeln!(
             out,
             "{} declares no environment and none is detected (environment.detect: {})",

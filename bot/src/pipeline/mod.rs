@@ -34,6 +34,7 @@ use crate::agent::prompts::Prompts;
 use crate::config::Config;
 use crate::environment::Environments;
 use crate::job::{Command, Job, JobOutcome, JobResult, Task};
+use crate::jobcore::{Core, Failure};
 use crate::queue::{JobContext, JobError, JobHandler};
 use crate::reason::Reason;
 use crate::store::ClaimedJob;
@@ -57,50 +58,6 @@ pub struct Pipeline {
     environments: Arc<Environments>,
 }
 
-/// Why a job stopped, as its reason code and one line for people.
-#[derive(Debug)]
-struct Failure {
-    reason: Reason,
-    message: String,
-    retryable: bool,
-    /// The change the gate held, kept for a maintainer to release.
-    held: Option<Box<crate::job::HeldCommit>>,
-}
-
-impl Failure {
-    fn new(reason: Reason, message: impl Into<String>) -> Self {
-        Failure {
-            reason,
-            message: message.into(),
-            retryable: false,
-            held: None,
-        }
-    }
-
-    fn forge(error: ForgeError) -> Self {
-        let retryable = error.is_transient();
-        Failure {
-            reason: Reason::ForgeError,
-            message: error.to_string(),
-            retryable,
-            held: None,
-        }
-    }
-
-    fn stopped(reason: &str) -> Self {
-        Failure::new(Reason::Stopped, reason)
-    }
-
-    fn infra(message: impl std::fmt::Display) -> Self {
-        Failure {
-            reason: Reason::Infra,
-            message: message.to_string(),
-            retryable: true,
-            held: None,
-        }
-    }
-}
-
 impl Pipeline {
     pub fn new(
         config: Config,
@@ -120,6 +77,18 @@ impl Pipeline {
             secrets,
             environments,
         })
+    }
+
+    /// The one job core, with the sections of the configuration it reads.
+    fn core(&self) -> Core<'_> {
+        Core {
+            backend: &*self.backend,
+            sandbox: &self.config.sandbox,
+            git: &self.config.git,
+            agent: &self.config.agent,
+            model: &self.config.model,
+            test_retries: self.config.environment.test_retries,
+        }
     }
 
     /// The forge's API for a job: every call retried within the attempt

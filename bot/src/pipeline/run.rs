@@ -40,11 +40,6 @@ impl JobRun<'_> {
     pub async fn progress(&self, stage: Stage) {
         let _ = self.status.progress(self.api, self.repo, stage).await;
     }
-
-    /// The secrets' values, for redaction.
-    pub fn secret_values(&self) -> Vec<SecretString> {
-        self.secrets.iter().map(|(_, s)| s.clone()).collect()
-    }
 }
 
 /// Each step's time, as the job's result records it.

@@ -14,18 +14,15 @@ mod report;
 
 use anyhow::Context;
 use forgehand_forge::git::{self, Checkouts, Mirror};
-use forgehand_gate::{
-    self as gate, deliver, Checks, CommitRequest, DeliverError, GatePolicy, SecretScanner, Snapshot,
-};
+use forgehand_gate::{self as gate, CommitRequest, DeliverError, GatePolicy, SecretScanner};
 use forgehand_sandbox::{Backend, BackendChoice};
 
 use crate::agent::prompts::Prompts;
-use crate::agent::{Outcome, Session, Transcript};
+use crate::agent::Outcome;
 use crate::config::Config;
-use crate::environment::{
-    CommitFiles, EnvFailure, Environments, GateInputs, HostTests, Layered, Prepared, Testing,
-};
-use crate::jobdir::JobDir;
+use crate::environment::{CommitFiles, EnvFailure, Environments, Prepared};
+use crate::jobcore::deliver::{deliver, Judged, Said};
+use crate::jobcore::{failure, AgentTask, Core, Failure, JobCopy, Quiet, Worked};
 use crate::model::Provider;
 use crate::reason::{EnvProblem, Reason};
 use crate::sandboxes;
@@ -130,55 +127,43 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     } = local_environment(config, backend, &source, base_commit).await?;
     let mut prepared = match prepared {
         Ok(prepared) => prepared,
-        Err(report) => return Ok(report),
+        Err(failure) => return Ok(RunReport::from_failure(failure)),
     };
     let environment = prepared.as_ref().map(Prepared::report);
     let test = prepared.as_ref().and_then(|p| p.declared.test.clone());
+    let core = Core {
+        backend,
+        sandbox: &config.sandbox,
+        git: &config.git,
+        agent: &config.agent,
+        model: &model_config,
+        test_retries: config.environment.test_retries,
+    };
     // Removed (its file systems unmounted) on every way out of here.
-    let job_dir = JobDir::create(
-        &config.git.work_dir.join(&id),
-        config.sandbox.disk_mib,
-        config.git.keep_job_dirs,
-    )?;
-    let env = prepared.as_mut().and_then(|p| p.env.take());
-    let layered = Layered::mount(backend, &job_dir, checkout, env, &config.sandbox.rootfs)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let (tree, git_dir) = (layered.tree().to_owned(), job_dir.git_dir());
-    let copy = source
-        .layered_copy(layered.commit(), layered.index(), &tree, &git_dir, &branch)
-        .context("making the working copy")?;
-    let differs = git::working_copy_differs(&copy, &tree)?;
-    anyhow::ensure!(
-        differs.is_empty(),
-        "the working copy at {} does not hold the base commit's files: {differs}",
-        tree.display()
-    );
-    layered
-        .write_exclusions(&git_dir)
-        .context("the working copy's exclusions")?;
-    let before = gate::before(&copy, config.git.tree_limits(config.sandbox.disk_mib))
-        .context("the integrity snapshot")?;
-
+    let copy = core
+        .working_copy(
+            &id,
+            checkout,
+            prepared.as_mut().and_then(|p| p.env.take()),
+            &source.path,
+            &branch,
+        )
+        .await;
+    let copy = match copy {
+        Ok(copy) => copy,
+        Err(failure) => return Ok(RunReport::from_failure(failure)),
+    };
     let run = Run {
         config,
-        model: &model_config,
+        core,
         args: &args,
         id: &id,
-        backend,
-        layered: &layered,
         test: test.as_deref(),
+        propose: environment.is_none(),
         branch: &branch,
-        git_dir: &git_dir,
-        scratch: job_dir.layers().join("tests"),
         rules: &rules,
     };
-    let mut report = run.agent_and_deliver(&copy, &before).await?;
-    if environment.is_none() {
-        // Nothing declared or detected: what to declare.
-        let files = CommitFiles::new(&source.repo, base_commit)?;
-        report.testing.proposal = forgehand_environment::spec::propose(&files).ok();
-    }
+    let mut report = run.agent_and_deliver(&copy).await?;
     report.environment = environment;
     report.test_command = test.clone();
     report.included_uncommitted = included;
@@ -192,7 +177,9 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
                 format!("refs/heads/{branch}"),
             ),
         };
-        let mut remote = source.repo.remote_anonymous(&git_dir.to_string_lossy())?;
+        let mut remote = source
+            .repo
+            .remote_anonymous(&copy.git_dir().to_string_lossy())?;
         remote
             .fetch(&[format!("+{from}:{to}")], None, None)
             .context("bringing the branch into the repository")?;
@@ -227,18 +214,14 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
 /// What one run works with.
 struct Run<'a> {
     config: &'a Config,
-    model: &'a crate::config::ModelConfig,
+    core: Core<'a>,
     args: &'a RunArgs,
     id: &'a str,
-    backend: &'a dyn Backend,
-    layered: &'a Layered,
     test: Option<&'a str>,
+    /// Nothing declared or detected: the report proposes a declaration.
+    propose: bool,
     /// The branch the commit goes on in the repository.
     branch: &'a str,
-    /// The working copy's git directory, outside its tree.
-    git_dir: &'a Path,
-    /// Where the host's test runs make their layers.
-    scratch: PathBuf,
     /// The repository's `[gate]` rules, from the base commit.
     rules: &'a forgehand_gate::RepoRules,
 }
@@ -250,7 +233,7 @@ pub(crate) struct Local {
     /// fresh clone.
     pub repository: String,
     pub checkout: forgehand_forge::git::Checkout,
-    pub prepared: Result<Option<Prepared>, RunReport>,
+    pub prepared: Result<Option<Prepared>, Failure>,
 }
 
 /// The environment of the repository `source` at `base` (its checked-out
@@ -274,41 +257,22 @@ pub(crate) async fn local_environment(
     crate::private::dir(&config.git.work_dir)?;
     let checkout = checkouts
         .ensure(&format!("local/{root}"), &source.repo, base, &give)
-        .context("the shared checkout of the base commit")?;
+        .map_err(failure::checkout)?;
     let declared = environments.declare(&CommitFiles::new(&source.repo, base)?, &repository);
     let prepared = match declared {
-        Err(error) => Err(env_failed(EnvFailure::Declaration(error))),
+        Err(error) => Err(failure::environment(EnvFailure::Declaration(error))),
         Ok(None) => Ok(None),
         Ok(Some((declared, key))) => environments
             .prepare(backend, &repository, declared, key, &checkout.tree)
             .await
             .map(Some)
-            .map_err(env_failed),
+            .map_err(failure::environment),
     };
     Ok(Local {
         repository,
         checkout,
         prepared,
     })
-}
-
-/// The report of a run whose environment could not be had.
-fn env_failed(failure: EnvFailure) -> RunReport {
-    match failure {
-        EnvFailure::Declaration(error) => RunReport::failed(
-            Some(Reason::Environment(EnvProblem::Declaration)),
-            Some(error.to_string()),
-        ),
-        EnvFailure::Setup(error) if error.is_too_large() => RunReport::failed(
-            Some(Reason::Environment(EnvProblem::TooLarge)),
-            Some(error.to_string()),
-        ),
-        EnvFailure::Setup(error) => RunReport::failed(
-            Some(Reason::Environment(EnvProblem::Setup)),
-            Some(error.to_string()),
-        ),
-        EnvFailure::Infra(message) => RunReport::infra(message),
-    }
 }
 
 /// The commit every history of the repository starts from.
@@ -332,20 +296,29 @@ impl Run<'_> {
     }
 
     /// The agent (and the host's tests), then the gate and the commit.
-    async fn agent_and_deliver(
-        &self,
-        copy: &git2::Repository,
-        before: &Snapshot,
-    ) -> anyhow::Result<RunReport> {
-        let (config, args) = (self.config, self.args);
-        let secrets = crate::host_secrets::host_secrets(config);
-        let mut transcript = Transcript::create(
-            &config.agent.transcript_dir,
-            self.id,
-            secrets.iter().map(|(_, s)| s.clone()).collect(),
-        )
-        .context("creating the transcript")?;
-        let (agent, testing) = self.agent(&mut transcript, before, &secrets).await?;
+    async fn agent_and_deliver(&self, copy: &JobCopy) -> anyhow::Result<RunReport> {
+        let args = self.args;
+        let secrets = crate::host_secrets::host_secrets(self.config);
+        let prompts = Prompts::load(self.config.agent.prompts_dir.as_deref())?;
+        let task = AgentTask {
+            prompt: prompts.render("local_task.txt", &[("task", &args.task)]),
+            prompts: &prompts,
+            test: self.test,
+            propose: self.propose,
+            policy: self.policy(),
+            rules: self.rules,
+            secrets: &secrets,
+            transcript: self.id,
+        };
+        let worked = match self.core.agent(copy, task, &mut Quiet).await {
+            Ok(worked) => worked,
+            Err(failure) => return Ok(RunReport::from_failure(failure)),
+        };
+        let Worked {
+            report: agent,
+            testing,
+            mut transcript,
+        } = worked;
         let mut report = RunReport::failed(None, None);
         report.turns = agent.turns;
         report.tool_calls = agent.tool_calls;
@@ -367,111 +340,36 @@ impl Run<'_> {
                 )
             }
         };
-        self.deliver(
-            copy,
-            before,
-            secrets,
-            &title,
-            &summary,
-            &agent.outcome,
-            report,
-            &mut transcript,
-        )
+        let report = self.deliver(copy, secrets, &title, &summary, &agent.outcome, report)?;
+        transcript.record("delivered", serde_json::json!({ "report": &report }));
+        Ok(report)
     }
 
-    /// The agent's session: its rounds, the host's tests.
-    async fn agent(
-        &self,
-        transcript: &mut Transcript,
-        before: &Snapshot,
-        secrets: &[(String, secrecy::SecretString)],
-    ) -> anyhow::Result<(crate::agent::AgentReport, Testing)> {
-        let prompts = Prompts::load(self.config.agent.prompts_dir.as_deref())?;
-        let session = Session {
-            config: self.config,
-            model: self.model,
-            backend: self.backend,
-            tree: self.layered.tree(),
-            spec: self.layered.spec(&self.config.sandbox),
-            task: prompts.render("local_task.txt", &[("task", &self.args.task)]),
-            prompts: &prompts,
-            gate_policy: gate::classify::policy::for_agent(
-                self.rules,
-                self.policy().max_removed_share,
-            ),
-        };
-        transcript.record("task", serde_json::json!({ "task": self.args.task }));
-        let mut started = session.start().await?;
-        let mut agent = started.run(transcript).await;
-        let mut host_runs = Vec::new();
-        if let (Some(test), Outcome::Finished { .. }) = (self.test, &agent.outcome) {
-            let retries = self.config.environment.test_retries;
-            let tests = HostTests::new(
-                self.backend,
-                self.layered,
-                &self.config.sandbox,
-                self.git_dir.to_owned(),
-                self.scratch.clone(),
-                GateInputs {
-                    before: before.clone(),
-                    scanner: SecretScanner::new(secrets.iter().cloned()),
-                    policy: self.policy(),
-                    rules: self.rules.clone(),
-                },
-            );
-            let tested = started.test_rounds(transcript, &tests, test, retries).await;
-            match tested {
-                Ok((runs, again)) => {
-                    host_runs = runs;
-                    if let Some(again) = again {
-                        agent = again;
-                    }
-                }
-                Err(error) => {
-                    started.close().await;
-                    return Err(error.into());
-                }
-            }
-        }
-        let testing = Testing::observed(started.commands(), self.test, &host_runs);
-        started.close().await;
-        Ok((agent, testing))
-    }
-
-    #[allow(clippy::too_many_arguments)]
+    /// Whatever happened, the work so far goes through the gate and, when
+    /// it passes, is kept on the branch.
     fn deliver(
         &self,
-        copy: &git2::Repository,
-        before: &Snapshot,
+        copy: &JobCopy,
         secrets: Vec<(String, secrecy::SecretString)>,
         title: &str,
         summary: &str,
         outcome: &Outcome,
         mut report: RunReport,
-        transcript: &mut Transcript,
     ) -> anyhow::Result<RunReport> {
-        let config = self.config;
-        // Whatever happened, the work so far goes through the gate and, when
-        // it passes, is kept on the branch.
         let scanner = SecretScanner::new(secrets);
-        // The commit message is kept for ever in the history: a secret in what
-        // the agent wrote is replaced by a marker (the gate checks again).
-        let message = format!(
-            "{}\n\n{}",
-            scanner.redact(title).text,
-            scanner.redact(summary).text
-        );
+        let said = Said::redacted(&scanner, title, summary);
+        let repo = copy.repo()?;
         let delivered = deliver(
             copy,
-            Checks {
-                before,
+            &repo,
+            Judged {
                 scanner: &scanner,
                 policy: self.policy(),
                 rules: self.rules,
             },
-            &config.git.identity(),
+            &self.config.git.identity(),
             &CommitRequest {
-                message: &message,
+                message: &said.message(),
                 co_author: None,
                 job: 0,
             },
@@ -490,7 +388,7 @@ impl Run<'_> {
                     .collect();
                 report.commit = delivery.commit.map(|c| c.to_string());
                 report.branch = report.commit.as_ref().map(|_| self.branch.to_owned());
-                report.left_out = crate::environment::ignored_paths(copy)?;
+                report.left_out = crate::environment::ignored_paths(&repo)?;
                 if matches!(outcome, Outcome::Finished { .. }) {
                     if report.commit.is_some() {
                         report.status = RunStatus::of_commit(&report.testing, self.test.is_some());
@@ -528,7 +426,6 @@ impl Run<'_> {
             }
             Err(other) => return Err(other.into()),
         }
-        transcript.record("delivered", serde_json::json!({ "report": &report }));
         Ok(report)
     }
 }
@@ -555,9 +452,9 @@ mod tests {
     /// reported as `infra` by `run --json`, where the job says too_large.
     #[test]
     fn a_base_too_large_to_check_out_is_reported_too_large() {
-        let error = anyhow::Error::new(forgehand_forge::git::CheckoutError::TooManyEntries {
-            max: 500_000,
-        })
+        let error = anyhow::Error::new(failure::checkout(
+            forgehand_forge::git::CheckoutError::TooManyEntries { max: 500_000 },
+        ))
         .context("the shared checkout of the base commit");
         let report = RunReport::from_error(&error);
         assert_eq!(

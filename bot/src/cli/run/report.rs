@@ -97,6 +97,12 @@ impl RunReport {
         Self::failed(Some(Reason::Infra), Some(message))
     }
 
+    /// The report of a run the job core ended early: the reason a forge
+    /// job would give for the same tree.
+    pub fn from_failure(failure: crate::jobcore::Failure) -> Self {
+        Self::failed(Some(failure.reason), Some(failure.message))
+    }
+
     /// The report of a run that stopped with `error`: what it was given
     /// (`input`), a base commit too large to check out (`too_large`, the
     /// repository's), anything else Forgehand's (`infra`).
@@ -104,11 +110,9 @@ impl RunReport {
         let input = error
             .chain()
             .any(|cause| cause.downcast_ref::<InputError>().is_some());
-        let too_large = error.chain().any(|cause| {
-            cause
-                .downcast_ref::<forgehand_forge::git::CheckoutError>()
-                .is_some_and(|e| e.is_too_large())
-        });
+        let core = error
+            .chain()
+            .find_map(|cause| cause.downcast_ref::<crate::jobcore::Failure>());
         let model = error
             .chain()
             .any(|cause| cause.downcast_ref::<crate::model::ModelError>().is_some());
@@ -116,8 +120,8 @@ impl RunReport {
             Reason::Input
         } else if model {
             Reason::ModelError
-        } else if too_large {
-            Reason::Gate(forgehand_gate::RefusalReason::TooLarge)
+        } else if let Some(core) = core {
+            core.reason
         } else {
             Reason::Infra
         };

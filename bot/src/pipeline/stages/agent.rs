@@ -1,22 +1,20 @@
-//! Stage 4: the agent, in a sandbox over the working copy: the model
-//! loop runs here on the host, every tool call in the sandbox, within the
-//! host's budgets, into a transcript with the job's secrets redacted.
-//! Then the repository's test command, run by the host in a sandbox of
-//! its own over what the commit would hold and the environment (never in
-//! the agent's): a failure goes back to the agent for a bounded number of
-//! rounds (`environment.test_retries`). What was tested is what the host
-//! saw, never what the model says.
+//! Stage 4: the agent, in a sandbox over the working copy, then the
+//! repository's tests run by the host (a failure goes back to the agent),
+//! as the job core runs every job's ([`crate::jobcore::agent`]). The
+//! status comment's checklist moves and the job's steps are timed as it
+//! goes.
+
+use async_trait::async_trait;
 
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::working_copy::WorkingCopy;
 use super::Stage;
-use crate::agent::session::Started;
 use crate::agent::tools::ThreadReply;
-use crate::agent::{AgentReport, Outcome, Session, Transcript};
-use crate::environment::{GateInputs, HostTests, Prepared, Testing};
-use forgehand_gate::SecretScanner;
+use crate::agent::Outcome;
+use crate::environment::{Prepared, Testing};
+use crate::jobcore::{AgentTask, Progress};
 
 /// What the agent said when it called `finish`, what it cost, and what
 /// was tested.
@@ -37,133 +35,54 @@ impl Pipeline {
         work: &Work,
         environment: Option<&Prepared>,
     ) -> Result<Finished, Failure> {
-        run.progress(Stage::Agent).await;
         let claimed = run.claimed;
-        let mut transcript = Transcript::create(
-            &self.config.agent.transcript_dir,
-            &format!("job-{}-{}", claimed.id, claimed.run),
-            run.secret_values(),
-        )
-        .map_err(Failure::infra)?;
-        run.steps.transcript = Some(transcript.path().display().to_string());
-        // The session holds what it borrows for as long as it lives; the
-        // stage goes on recording its steps meanwhile.
-        let prompts = run.prompts.clone();
-        let session = Session {
-            config: &self.config,
-            model: &self.config.model,
-            backend: &*self.backend,
-            tree: copy.layered.tree(),
-            spec: copy.layered.spec(&self.config.sandbox),
-            prompts: &prompts,
-            task: work.prompt.clone(),
-            gate_policy: forgehand_gate::classify::policy::for_agent(
-                &copy.rules,
-                self.policy(work, run.job()).max_removed_share,
-            ),
-        };
-        let mut started = session.start().await.map_err(Failure::infra)?;
-        run.steps.done(Stage::Sandbox);
-        // A plan changes nothing: nothing to test.
+        // The task borrows these while the job's run hears the progress.
+        let (prompts, secrets) = (run.prompts.clone(), run.secrets.clone());
+        let policy = self.policy(work, run.job());
+        // A plan changes nothing: nothing to test, nothing to propose.
         let test = environment
             .and_then(|e| e.declared.test.as_deref())
             .filter(|_| !work.plan_only);
-        let tests = self.host_tests(run, copy, work);
-        let finished = self
-            .rounds(
-                run,
-                &mut started,
-                &mut transcript,
-                test.map(|t| (t, &tests)),
-            )
-            .await;
-        started.close().await;
-        let mut finished = finished?;
-        if environment.is_none() && !work.plan_only {
-            finished.testing.proposal = proposal(copy);
+        let task = AgentTask {
+            prompt: work.prompt.clone(),
+            prompts: &prompts,
+            test,
+            propose: environment.is_none() && !work.plan_only,
+            policy,
+            rules: &copy.rules,
+            secrets: &secrets,
+            transcript: &format!("job-{}-{}", claimed.id, claimed.run),
+        };
+        let worked = self.core().agent(&copy.copy, task, run).await?;
+        run.steps.transcript = Some(worked.transcript.path().display().to_string());
+        let report = worked.report;
+        match report.outcome {
+            Outcome::Finished {
+                summary,
+                title,
+                replies,
+            } => Ok(Finished {
+                title,
+                summary,
+                replies,
+                cost_usd: report.cost_usd,
+                turns: report.turns,
+                testing: worked.testing,
+            }),
+            Outcome::Stopped { reason, message } => Err(Failure::new(reason, message)),
         }
-        Ok(finished)
-    }
-
-    /// Where the host runs the tests: over what the commit would hold,
-    /// checked by the gate as the publish stage will check it.
-    fn host_tests<'a>(
-        &'a self,
-        run: &JobRun<'_>,
-        copy: &'a WorkingCopy,
-        work: &Work,
-    ) -> HostTests<'a> {
-        let policy = self.policy(work, &run.claimed.job);
-        HostTests::new(
-            &*self.backend,
-            &copy.layered,
-            &self.config.sandbox,
-            copy.job_dir.git_dir(),
-            copy.job_dir.layers().join("tests"),
-            GateInputs {
-                before: copy.before.clone(),
-                scanner: SecretScanner::new(run.secrets.iter().cloned()),
-                policy,
-                rules: copy.rules.clone(),
-            },
-        )
-    }
-
-    /// The agent's first round, then the tests (`test_rounds`: another
-    /// round each while they fail and rounds are left).
-    async fn rounds(
-        &self,
-        run: &mut JobRun<'_>,
-        started: &mut Started<'_>,
-        transcript: &mut Transcript,
-        test: Option<(&str, &HostTests<'_>)>,
-    ) -> Result<Finished, Failure> {
-        let report = started.run(transcript).await;
-        let mut finished =
-            finished(report).map_err(|(reason, message)| Failure::new(reason, message))?;
-        run.steps.done(Stage::Agent);
-        let mut host_runs = Vec::new();
-        if let Some((test, tests)) = test {
-            run.progress(Stage::Tests).await;
-            let retries = self.config.environment.test_retries;
-            let (runs, again) = started
-                .test_rounds(transcript, tests, test, retries)
-                .await
-                .map_err(Failure::infra)?;
-            host_runs = runs;
-            if let Some(Ok(again)) = again.map(self::finished) {
-                finished = again;
-            }
-            run.steps.done(Stage::Tests);
-        }
-        finished.testing = Testing::observed(started.commands(), test.map(|(t, _)| t), &host_runs);
-        Ok(finished)
     }
 }
 
-/// With no environment, what to declare: from the files of the commit
-/// the working copy is of (a proposal, so a failure to read is none).
-fn proposal(copy: &WorkingCopy) -> Option<String> {
-    let repo = git2::Repository::open(copy.job_dir.git_dir()).ok()?;
-    let files = crate::environment::CommitFiles::new(&repo, copy.layered.commit()).ok()?;
-    forgehand_environment::spec::propose(&files).ok()
-}
+/// The job's run hears the core's progress: the status comment's
+/// checklist moves, the steps are timed.
+#[async_trait]
+impl Progress for JobRun<'_> {
+    async fn starting(&mut self, stage: Stage) {
+        self.progress(stage).await;
+    }
 
-/// What the agent finished with, or why it stopped.
-fn finished(report: AgentReport) -> Result<Finished, (crate::reason::Reason, String)> {
-    match report.outcome {
-        Outcome::Finished {
-            summary,
-            title,
-            replies,
-        } => Ok(Finished {
-            title,
-            summary,
-            replies,
-            cost_usd: report.cost_usd,
-            turns: report.turns,
-            testing: Testing::observed(&[], None, &[]),
-        }),
-        Outcome::Stopped { reason, message } => Err((reason, message)),
+    fn done(&mut self, stage: Stage) {
+        self.steps.done(stage);
     }
 }

@@ -9,7 +9,7 @@ use super::super::{Failure, Pipeline};
 use super::working_copy::Source;
 use super::Stage;
 use crate::environment::{EnvFailure, Prepared};
-use crate::reason::{EnvProblem, Reason};
+use crate::jobcore::failure::environment as failure;
 
 impl Pipeline {
     pub(in crate::pipeline) async fn environment(
@@ -38,37 +38,4 @@ impl Pipeline {
         run.steps.done(Stage::Environment);
         Ok(Some(prepared))
     }
-}
-
-fn failure(failure: EnvFailure) -> Failure {
-    match failure {
-        EnvFailure::Declaration(error) => Failure::new(
-            Reason::Environment(EnvProblem::Declaration),
-            error.to_string(),
-        ),
-        EnvFailure::Setup(error) if error.is_too_large() => {
-            Failure::new(Reason::Environment(EnvProblem::TooLarge), error.to_string())
-        }
-        EnvFailure::Setup(error) => Failure::new(
-            Reason::Environment(EnvProblem::Setup),
-            tail(&error.to_string(), 40),
-        ),
-        EnvFailure::Infra(message) => Failure::infra(message),
-    }
-}
-
-/// The first line and the last `lines` of a long text: what a setup
-/// printed ends with why it failed.
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    if all.len() <= lines + 1 {
-        return text.to_owned();
-    }
-    let mut out = all[0].to_owned();
-    out.push_str(&format!("\n… {} lines left out …", all.len() - 1 - lines));
-    for line in &all[all.len() - lines..] {
-        out.push('\n');
-        out.push_str(line);
-    }
-    out
 }

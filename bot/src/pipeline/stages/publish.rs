@@ -4,9 +4,7 @@
 //! gate checks the message again.
 
 use forgehand_forge::git::{held_ref, push_branch, MirrorCache, PushError, PushRequest};
-use forgehand_gate::{
-    deliver, Checks, CommitRequest, DeliverError, RefusalReason, SecretScanner, HELD_REF,
-};
+use forgehand_gate::{CommitRequest, DeliverError, RefusalReason, SecretScanner, HELD_REF};
 
 use super::super::run::JobRun;
 use super::super::work::Work;
@@ -16,6 +14,7 @@ use super::working_copy::WorkingCopy;
 use super::Stage;
 use crate::environment::Testing;
 use crate::job::{HeldCommit, HeldFor};
+use crate::jobcore::deliver::{deliver, Judged, Said};
 use crate::reason::Reason;
 
 /// A pushed commit and what the pull request says of it.
@@ -46,8 +45,7 @@ impl Pipeline {
         let claimed = run.claimed;
         let job = &claimed.job;
         let scanner = SecretScanner::new(run.secrets.iter().cloned());
-        let title = scanner.redact(&finished.title).text;
-        let summary = scanner.redact(&finished.summary).text;
+        let said = Said::redacted(&scanner, &finished.title, &finished.summary);
         let requested_by = job.requested_by.clone();
         let delivering = Delivering {
             policy: self.policy(work, job),
@@ -58,7 +56,7 @@ impl Pipeline {
             job_id: claimed.id,
             branch: work.branch.clone(),
             base: work.base.clone(),
-            message: format!("{title}\n\n{summary}"),
+            message: said.message(),
             mirrors: MirrorCache::new(self.config.git.mirror_dir.clone()),
         };
         let delivered = tokio::task::spawn_blocking(move || delivering.run(copy, &scanner))
@@ -68,7 +66,7 @@ impl Pipeline {
             Ok(delivered) => delivered,
             Err(Undelivered::Failed(failure)) => return Err(failure),
             Err(Undelivered::Held(held)) => {
-                return Err(held.failure(title, summary, finished.testing.clone()))
+                return Err(held.failure(said.title, said.summary, finished.testing.clone()))
             }
         };
         run.steps.done(Stage::Publish);
@@ -78,8 +76,8 @@ impl Pipeline {
             findings: delivered.findings,
             ignored: delivered.ignored,
             left_out: delivered.left_out,
-            title,
-            summary,
+            title: said.title,
+            summary: said.summary,
         })
     }
 }
@@ -166,26 +164,19 @@ impl Kept {
 
 impl Delivering {
     fn run(self, copy: WorkingCopy, scanner: &SecretScanner) -> Result<Delivered, Undelivered> {
-        // Bound in this order on purpose: bindings drop in reverse, so the
-        // layers are unmounted before the job directory beneath them is
-        // removed (a field left in `copy` would outlive every local, and
-        // its unmount would find the directory gone: issue 27's warning
-        // on every job).
         let WorkingCopy {
-            job_dir,
-            layered: _layered,
+            copy,
             url,
             credentials,
             expected,
-            before,
             rules,
             mirror_key,
         } = copy;
-        let repo = git2::Repository::open(job_dir.git_dir()).map_err(Failure::infra)?;
+        let repo = copy.repo().map_err(Failure::infra)?;
         let delivery = deliver(
+            &copy,
             &repo,
-            Checks {
-                before: &before,
+            Judged {
                 scanner,
                 policy: self.policy,
                 rules: &rules,
@@ -213,7 +204,7 @@ impl Delivering {
                 // Kept where the job directory's removal cannot take it.
                 let reference = held_ref(self.job_id);
                 self.mirrors
-                    .keep(&mirror_key, &job_dir.git_dir(), HELD_REF, &reference)
+                    .keep(&mirror_key, &copy.git_dir(), HELD_REF, &reference)
                     .map_err(Failure::infra)?;
                 return Err(Undelivered::Held(Box::new(Kept {
                     refusal: *refusal,

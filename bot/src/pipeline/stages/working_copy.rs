@@ -2,27 +2,22 @@
 //! mirror is updated; the base commit (the bot's branch tip for a
 //! follow-up) is checked out once, shared by every job that starts from
 //! it; its declared environment is read from its git objects. Then, once
-//! the environment is had (`environment.rs`), the job's working copy: its
-//! writable layer over the environment's over the shared checkout, in a
-//! job directory removed (its file systems unmounted) on every way out,
-//! with its git directory beside, and the integrity snapshot the gate
-//! compares the agent's tree with.
+//! the environment is had (`environment.rs`), the job's working copy, as
+//! the job core makes every job's ([`crate::jobcore::copy`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use forgehand_environment::spec::{DeclareError, Declared, EnvKey};
-use forgehand_forge::git::{Checkout, Checkouts, Credentials, Mirror, MirrorCache};
-use forgehand_gate as gate;
+use forgehand_forge::git::{Checkout, Checkouts, Credentials, MirrorCache};
 
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::Stage;
-use crate::environment::{write_exclusions, CommitFiles, Environments, Layered, Prepared};
-use crate::jobdir::JobDir;
+use crate::environment::{CommitFiles, Environments, Prepared};
+use crate::jobcore::{failure, JobCopy};
 use crate::reason::Reason;
-use crate::store::ClaimedJob;
 
 /// What the job starts from.
 pub(in crate::pipeline) struct Source {
@@ -60,13 +55,10 @@ impl Source {
 
 /// What the later stages work in and push with.
 pub(in crate::pipeline) struct WorkingCopy {
-    // Dropped before the job directory: unmounted first.
-    pub layered: Layered,
-    pub job_dir: JobDir,
+    pub copy: JobCopy,
     pub url: String,
     pub credentials: Credentials,
     pub expected: Option<git2::Oid>,
-    pub before: gate::Snapshot,
     pub rules: forgehand_gate::RepoRules,
     /// The mirror's name in the cache: a held commit is kept there.
     pub mirror_key: String,
@@ -150,9 +142,7 @@ impl Pipeline {
         Ok((url, Credentials::Token { username, token }))
     }
 
-    /// The job's working copy over `source` and the environment: its
-    /// layers mounted, its git directory, what git must leave out, the
-    /// integrity snapshot.
+    /// The job's working copy over `source` and the environment.
     pub(in crate::pipeline) async fn working_copy(
         &self,
         run: &mut JobRun<'_>,
@@ -160,40 +150,22 @@ impl Pipeline {
         source: Source,
         prepared: Option<&mut Prepared>,
     ) -> Result<WorkingCopy, Failure> {
-        let job_dir = self.job_dir(run.claimed)?;
-        let env = prepared.and_then(|p| p.env.take());
-        let layered = Layered::mount(
-            &*self.backend,
-            &job_dir,
-            source.checkout,
-            env,
-            &self.config.sandbox.rootfs,
-        )
-        .await
-        .map_err(Failure::infra)?;
-        let limits = self.config.git.tree_limits(self.config.sandbox.disk_mib);
-        let (tree, git_dir) = (layered.tree().to_owned(), job_dir.git_dir());
-        let (mirror, branch) = (source.mirror.clone(), work.branch.clone());
-        let exclusions = layered.exclusions();
-        let (commit, index) = (layered.commit(), layered.index().to_owned());
-        let before = tokio::task::spawn_blocking(move || {
-            let mirror = Mirror::local(&mirror).map_err(Failure::infra)?;
-            let copy = mirror
-                .layered_copy(commit, &index, &tree, &git_dir, &branch)
-                .map_err(Failure::infra)?;
-            mismatch(&copy, &tree)?;
-            write_exclusions(&git_dir, &exclusions).map_err(Failure::infra)?;
-            gate::before(&copy, limits).map_err(before_failure)
-        })
-        .await
-        .map_err(Failure::infra)??;
+        let claimed = run.claimed;
+        let copy = self
+            .core()
+            .working_copy(
+                &format!("job-{}-{}", claimed.id, claimed.run),
+                source.checkout,
+                prepared.and_then(|p| p.env.take()),
+                &source.mirror,
+                &work.branch,
+            )
+            .await?;
         Ok(WorkingCopy {
-            layered,
-            job_dir,
+            copy,
             url: source.url,
             credentials: source.credentials,
             expected: source.expected,
-            before,
             rules: source.rules,
             mirror_key: source.mirror_key,
         })
@@ -208,53 +180,6 @@ pub(in crate::pipeline) fn mirror_key(run: &JobRun<'_>) -> String {
         run.repo.owner,
         run.repo.name
     )
-}
-
-/// The working copy must hold the commit's files before the agent sees
-/// it: an empty tree becomes a commit deleting every file.
-fn mismatch(copy: &git2::Repository, tree: &std::path::Path) -> Result<(), Failure> {
-    let differs = forgehand_forge::git::working_copy_differs(copy, tree).map_err(Failure::infra)?;
-    if differs.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::infra(format!(
-        "the working copy at {} does not hold the base commit's files: {differs}",
-        tree.display()
-    )))
-}
-
-/// Why the snapshot before the agent could not be taken: a tree the
-/// host will not read (more entries, watched files or depth than it
-/// walks) is the repository's, and no later attempt changes it.
-fn before_failure(error: gate::GateError) -> Failure {
-    use gate::SnapshotError::{TooDeep, TooManyEntries, TooManyRecorded};
-    match error {
-        gate::GateError::Snapshot(
-            e @ (TooManyEntries { .. } | TooManyRecorded { .. } | TooDeep { .. }),
-        ) => Failure::new(
-            Reason::Gate(gate::RefusalReason::TooLarge),
-            format!("the repository's own tree, before the agent ran: {e}"),
-        ),
-        other => Failure::infra(other),
-    }
-}
-
-/// Why a shared checkout could not be had: a commit larger than a
-/// checkout may be is the repository's, and no later attempt changes it;
-/// anything else may pass.
-fn checkout_failure(error: forgehand_forge::git::CheckoutError) -> Failure {
-    if error.is_too_large() {
-        return Failure::new(
-            Reason::Gate(gate::RefusalReason::TooLarge),
-            format!("the repository's own tree, before the agent ran: {error}"),
-        );
-    }
-    Failure {
-        reason: Reason::ForgeError,
-        message: error.to_string(),
-        retryable: true,
-        held: None,
-    }
 }
 
 /// What [`Pipeline::fetch`] does on a blocking thread.
@@ -309,7 +234,7 @@ impl Fetching {
         let ensure = |commit| {
             self.checkouts
                 .ensure(&self.key, &mirror.repo, commit, &give)
-                .map_err(checkout_failure)
+                .map_err(failure::checkout)
         };
         let checkout = ensure(commit)?;
         let base_checkout = if base == commit {
@@ -344,20 +269,6 @@ impl Fetching {
     }
 }
 
-impl Pipeline {
-    /// This attempt's job directory, afresh.
-    fn job_dir(&self, claimed: &ClaimedJob) -> Result<JobDir, Failure> {
-        let git = &self.config.git;
-        JobDir::create(
-            &git.work_dir
-                .join(format!("job-{}-{}", claimed.id, claimed.run)),
-            self.config.sandbox.disk_mib,
-            git.keep_job_dirs,
-        )
-        .map_err(Failure::infra)
-    }
-}
-
 /// `tip` as this job's own pushed commit, if it is one.
 fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -> Option<Resumed> {
     let commit = repo.find_commit(tip).ok()?;
@@ -381,46 +292,4 @@ fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -
         summary: summary.join("\n").trim().to_owned(),
         files: super::publish::changed_files(repo, tip).ok()?,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Red-team round 3, M2: a commit too large to check out is the
-    /// repository's (`too_large`), not retried.
-    #[test]
-    fn a_commit_too_large_to_check_out_is_the_repositorys_and_not_retried() {
-        let big = checkout_failure(forgehand_forge::git::CheckoutError::FileTooLarge {
-            path: "setup.sh".into(),
-            size: 600_000_000,
-            max: 100 << 20,
-        });
-        assert_eq!(big.reason, Reason::Gate(gate::RefusalReason::TooLarge));
-        assert!(!big.retryable);
-        assert!(
-            big.message.contains("setup.sh is 600000000 bytes"),
-            "{}",
-            big.message
-        );
-        let io = checkout_failure(forgehand_forge::git::CheckoutError::Io {
-            path: "/x".into(),
-            source: std::io::Error::other("disk full"),
-        });
-        assert_eq!(io.reason, Reason::ForgeError);
-        assert!(io.retryable);
-    }
-
-    #[test]
-    fn a_tree_the_host_will_not_read_is_the_repositorys_and_not_retried() {
-        let deep = before_failure(gate::GateError::Snapshot(gate::SnapshotError::TooDeep {
-            limit: 99,
-        }));
-        assert_eq!(deep.reason, Reason::Gate(gate::RefusalReason::TooLarge));
-        assert!(!deep.retryable);
-        assert!(deep.message.contains("99 levels"), "{}", deep.message);
-        let io = before_failure(gate::GateError::Bare);
-        assert_eq!(io.reason, Reason::Infra);
-        assert!(io.retryable);
-    }
 }
