@@ -158,7 +158,8 @@ enum GateCommand {
     /// How the gate would classify each path (relative to the
     /// repository's root; without paths, what the working tree changes
     /// against HEAD): ordinary, or held and why. The repository's own
-    /// [gate] patterns are read from its working tree's .forgehand.toml.
+    /// [gate] patterns are read from HEAD's .forgehand.toml (the base a
+    /// change is judged against; an edit of it is itself held).
     /// Exits 0 whatever the verdicts.
     Explain {
         /// The git repository.

@@ -100,7 +100,9 @@ fn each_named_path_gets_its_verdict_and_reason() {
         [
             "rules: built-in, with HEAD's .forgehand.toml [gate] (ordinary: config/*.yaml; held: migrations/**)",
             "src/calc.py: ordinary: source of a known language",
-            "tests/fixtures/data.yaml: ordinary: test data",
+            // A new YAML file beside none of its kind: tools find their
+            // configuration in YAML by name.
+            "tests/fixtures/data.yaml: held: a new file where the base tree has none of its kind in that directory (a new directory, the root, or the first of its kind there; a test's name or directory is no exception), where tools look for entry points by name",
             "docs/usage.md: ordinary: documentation",
             "Cargo.toml: ordinary: a manifest whose changed keys only describe",
             ".github/workflows/ci.yml: held: a dot-file or in a dot-directory: configuration tools find by name (GitHub Actions workflows: runs in CI with the repository's secrets)",

@@ -21,7 +21,7 @@ struct AtCommit<'r> {
     repo: &'r git2::Repository,
     old: Option<git2::Tree<'r>>,
     new: git2::Tree<'r>,
-    imported: std::cell::OnceCell<std::collections::BTreeSet<String>>,
+    imported: std::cell::OnceCell<forgehand_gate::classify::imports::Imported>,
 }
 
 impl AtCommit<'_> {
@@ -42,6 +42,11 @@ impl Contents for AtCommit<'_> {
     fn had_kind(&self, dir: &str, ext: &str) -> bool {
         self.old.as_ref().is_some_and(|tree| {
             forgehand_gate::classify::changes::had_kind(self.repo, tree, dir, ext)
+        })
+    }
+    fn is_project_root(&self, dir: &str) -> bool {
+        self.old.as_ref().is_some_and(|tree| {
+            forgehand_gate::classify::changes::holds_manifest(self.repo, tree, dir)
         })
     }
     fn imported_by_agents(&self, path: &str) -> bool {

@@ -57,7 +57,10 @@ pub fn explain(repo: &Path, paths: &[String], out: &mut dyn Write) -> anyhow::Re
                 continue;
             }
         };
-        let verdict = classify(change, &rules, &contents);
+        // A named path that is not in the working tree is judged by its
+        // name: an empty file of that name (what it would hold is not
+        // known).
+        let verdict = classify(change, &rules, &ByName(&contents));
         if matches!(verdict, Verdict::Held { .. }) {
             held += 1;
         }
@@ -76,6 +79,31 @@ pub fn explain(repo: &Path, paths: &[String], out: &mut dyn Write) -> anyhow::Re
         held += usize::from(destructive);
     }
     Ok(held)
+}
+
+/// The working tree's contents, a missing file read as empty.
+struct ByName<'a>(&'a WorkingContents<'a>);
+
+impl forgehand_gate::classify::Contents for ByName<'_> {
+    fn before(&self, path: &str) -> Option<Vec<u8>> {
+        self.0.before(path)
+    }
+    fn after(&self, path: &str) -> Option<Vec<u8>> {
+        match self.0.after(path) {
+            Some(bytes) => Some(bytes),
+            None if std::fs::symlink_metadata(self.0.tree.join(path)).is_err() => Some(Vec::new()),
+            None => None,
+        }
+    }
+    fn had_kind(&self, dir: &str, ext: &str) -> bool {
+        self.0.had_kind(dir, ext)
+    }
+    fn imported_by_agents(&self, path: &str) -> bool {
+        self.0.imported_by_agents(path)
+    }
+    fn is_project_root(&self, dir: &str) -> bool {
+        self.0.is_project_root(dir)
+    }
 }
 
 /// `HEAD`'s `[gate]` patterns, and where they came from.

@@ -73,7 +73,7 @@ pub struct WorkingContents<'r> {
     pub repo: &'r Repository,
     pub tree: PathBuf,
     /// What the base tree's agent files import, read once when asked.
-    pub imported: std::cell::OnceCell<std::collections::BTreeSet<String>>,
+    pub imported: std::cell::OnceCell<super::imports::Imported>,
 }
 
 impl<'r> WorkingContents<'r> {
@@ -111,7 +111,39 @@ pub fn had_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) 
     })
 }
 
+/// Whether `tree`'s directory `dir` (`""`: its root) holds a known
+/// manifest.
+pub fn holds_manifest(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> bool {
+    let sub;
+    let tree = if dir.is_empty() {
+        tree
+    } else {
+        let Some(found) = tree
+            .get_path(Path::new(dir))
+            .ok()
+            .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+            .and_then(|e| repo.find_tree(e.id()).ok())
+        else {
+            return false;
+        };
+        sub = found;
+        &sub
+    };
+    tree.iter().any(|entry| {
+        let name = super::names::fold(&String::from_utf8_lossy(entry.name_bytes()));
+        entry.kind() == Some(git2::ObjectType::Blob)
+            && super::known::MANIFESTS.iter().any(|m| m.name == name)
+    })
+}
+
 impl Contents for WorkingContents<'_> {
+    fn is_project_root(&self, dir: &str) -> bool {
+        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
+            return false;
+        };
+        holds_manifest(self.repo, &tree, dir)
+    }
+
     fn before(&self, path: &str) -> Option<Vec<u8>> {
         let tree = self.repo.head().ok()?.peel_to_tree().ok()?;
         let entry = tree.get_path(Path::new(path)).ok()?;

@@ -1,12 +1,23 @@
-//! What the files that instruct agents import: `CLAUDE.md`'s
-//! `@docs/guide.md`, Gemini CLI's `@file.md`. An agent reads an imported
+//! What the files that instruct agents bring into an agent's
+//! instructions: `CLAUDE.md`'s `@docs/guide.md`, Gemini CLI's `@file.md`,
+//! `opencode.json`'s `instructions` globs, a Cursor rule's `@file`,
+//! Copilot's `#file:` and links, Amp's `@docs/*.md`. An agent reads such a
 //! file as part of its instructions, so a change to it is held as the
 //! importing file's would be (red-team round 2 of issue 25: an edit to a
 //! README that `CLAUDE.md` imports passed as documentation).
 //!
-//! Read from the base tree, bounded: the files whose name instructs
-//! agents, what they import, and what those import in turn (Claude Code
-//! follows five levels), each read up to [`MAX_BYTES`].
+//! Round 3 found one syntax after another (`instructions` arrays, `#file:`,
+//! globs, rules in dot-directories), so no syntax is parsed: every word of
+//! an agent file that names a document (a documentation extension, or a
+//! glob of them) counts, relative to the file and to the root. The agent
+//! files are those whose name, or the name of a directory they are in
+//! (`.cursor/rules/`, `.claude/commands/`, `.github/instructions/`),
+//! instructs agents. A word that names no such document costs nothing;
+//! a document that is merely mentioned is held with the ones imported.
+//!
+//! Read from the base tree, bounded: the agent files, what they name, and
+//! what those name in turn (Claude Code follows five levels), each read up
+//! to [`MAX_BYTES`].
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::Path;
@@ -15,6 +26,7 @@ use git2::{ObjectType, Repository, Tree, TreeWalkMode, TreeWalkResult};
 
 use super::known::{AGENT_INSTRUCTIONS, DOC_EXTENSIONS};
 use super::names::FoldedPath;
+use crate::integrity::glob::Glob;
 
 /// Entries of the tree walked to find the files that instruct agents.
 const MAX_WALKED: usize = 200_000;
@@ -25,26 +37,71 @@ const MAX_BYTES: usize = 256 * 1024;
 /// Levels of imports followed.
 const MAX_DEPTH: usize = 5;
 
-/// The folded paths the base `tree`'s agent files import, recursively.
-pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> BTreeSet<String> {
-    let mut roots = Vec::new();
+/// Kinds an agent file is written in (text an agent or its tool reads):
+/// documentation, Cursor's rules, JSON, TOML and YAML settings, and none.
+const AGENT_FILE_EXTENSIONS: &[&str] = &["mdc", "json", "jsonc", "toml", "yaml", "yml"];
+
+/// The documents the base tree's agent files name, recursively: paths,
+/// and globs (a new file matching one is named too).
+#[derive(Default)]
+pub struct Imported {
+    paths: BTreeSet<String>,
+    globs: Vec<Glob>,
+}
+
+impl Imported {
+    /// Whether `path` (folded and joined) is named.
+    pub fn contains(&self, path: &str) -> bool {
+        self.paths.contains(path) || self.globs.iter().any(|g| g.matches(path))
+    }
+
+    /// The named paths, folded (not the globs).
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.paths.iter().map(String::as_str)
+    }
+}
+
+/// Whether `path` is an agent file: its name, or a directory it is in
+/// (a leading dot aside), instructs agents, and it is text of a kind
+/// agents read.
+fn is_agent_file(path: &str) -> bool {
+    let folded = FoldedPath::new(path);
+    let kind = match folded.extension() {
+        None => true,
+        Some(ext) => DOC_EXTENSIONS.contains(&ext) || AGENT_FILE_EXTENSIONS.contains(&ext),
+    };
+    AGENT_INSTRUCTIONS.matches(folded.name())
+        || (kind
+            && folded
+                .dirs()
+                .iter()
+                .any(|d| AGENT_INSTRUCTIONS.matches(d.trim_start_matches('.'))))
+}
+
+/// The documents the base `tree`'s agent files name, recursively.
+pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> Imported {
+    let (mut by_name, mut by_dir) = (Vec::new(), Vec::new());
     let mut walked = 0usize;
     let _ = tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
         walked += 1;
-        if walked > MAX_WALKED || roots.len() >= MAX_FILES {
+        if walked > MAX_WALKED || by_name.len() >= MAX_FILES {
             return TreeWalkResult::Abort;
         }
         if entry.kind() == Some(ObjectType::Blob) {
             let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
-            let folded = FoldedPath::new(&path);
-            if AGENT_INSTRUCTIONS.matches(folded.name()) {
-                roots.push(path);
+            if AGENT_INSTRUCTIONS.matches(FoldedPath::new(&path).name()) {
+                by_name.push(path);
+            } else if is_agent_file(&path) {
+                by_dir.push(path);
             }
         }
         TreeWalkResult::Ok
     });
-    let mut imported = BTreeSet::new();
-    let mut queue: VecDeque<(String, usize)> = roots.into_iter().map(|p| (p, 0)).collect();
+    // Files named as agent files first: a directory of many rules does
+    // not crowd them out of what is read.
+    let roots = by_name.into_iter().chain(by_dir);
+    let mut imported = Imported::default();
+    let mut queue: VecDeque<(String, usize)> = roots.map(|p| (p, 0)).collect();
     let mut read = 0usize;
     while let Some((path, depth)) = queue.pop_front() {
         if read == MAX_FILES {
@@ -55,16 +112,19 @@ pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> BTreeSet<String> {
             continue;
         };
         let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-        for target in imports(&text) {
-            let Some(target) = resolve(dir, target) else {
-                continue;
-            };
-            let folded = FoldedPath::new(&target).joined();
-            if imported.insert(folded) && depth + 1 < MAX_DEPTH {
-                let is_doc = FoldedPath::new(&target)
-                    .extension()
-                    .is_some_and(|e| DOC_EXTENSIONS.contains(&e));
-                if is_doc {
+        for word in documents(&text) {
+            // Relative to the file (`@./x.md`, a Markdown link) and to
+            // the root (`instructions`, `#file:`): both count.
+            for base in [dir, ""] {
+                let Some(target) = resolve(base, word) else {
+                    continue;
+                };
+                let folded = FoldedPath::new(&target).joined();
+                if folded.contains('*') {
+                    imported.globs.push(Glob::new(&folded));
+                    continue;
+                }
+                if imported.paths.insert(folded) && depth + 1 < MAX_DEPTH {
                     queue.push_back((target, depth + 1));
                 }
             }
@@ -83,25 +143,28 @@ fn blob_text(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option<String> {
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// The paths a text imports: `@path` at the start of a word (not an
-/// e-mail address), up to the next space, without trailing punctuation.
-pub fn imports(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for (at, _) in text.match_indices('@') {
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| !(c.is_whitespace() || "([{\"'`".contains(c))) {
-            continue;
-        }
-        let rest = &text[at + 1..];
-        let end = rest
-            .find(|c: char| c.is_whitespace() || "`\"'<>()[]{}".contains(c))
-            .unwrap_or(rest.len());
-        let word = rest[..end].trim_end_matches(['.', ',', ';', ':', '!', '?']);
-        if !word.is_empty() && !word.starts_with('@') {
-            out.push(word);
-        }
-    }
-    out
+/// The words of a text that name documents: split where paths end in
+/// any syntax (spaces, quotes, brackets, commas), an import's or a
+/// reference's mark taken off (`@`, `#file:`, `file:`), trailing
+/// punctuation dropped; kept when the word ends in a documentation
+/// extension (a glob's too: `docs/*.md`).
+pub fn documents(text: &str) -> Vec<&str> {
+    text.split(|c: char| c.is_whitespace() || "\"'`()[]<>{},;|=".contains(c))
+        .map(|word| {
+            let word = word.trim_start_matches('@');
+            let word = word
+                .strip_prefix("#file:")
+                .or_else(|| word.strip_prefix("file:"))
+                .unwrap_or(word);
+            word.trim_end_matches(['.', ',', ';', ':', '!', '?'])
+        })
+        .filter(|word| {
+            let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
+            ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e.as_str()))
+                && !word.contains("://")
+                && !word.contains('@')
+        })
+        .collect()
 }
 
 /// `target` relative to `dir`, as a path inside the repository; `None`
@@ -128,16 +191,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn imports_are_words_starting_with_at_not_addresses() {
+    fn documents_are_words_naming_them_in_any_syntax() {
         let text = "See @README.md and @docs/dev-guide.md, also (@./notes/x.md).\n\
-                    Mail me: someone@example.com; @@twice; @~/private.md";
+                    Mail me: someone@example.com; @@twice.md; @~/private.md\n\
+                    \"instructions\": [\"docs/oc/*.md\", \"CONTRIBUTING.md\"]\n\
+                    #file:docs/hash-guide.md [guide](../docs/link-guide.md) \
+                    https://example.com/x.md src/main.rs";
         assert_eq!(
-            imports(text),
+            documents(text),
             [
                 "README.md",
                 "docs/dev-guide.md",
                 "./notes/x.md",
-                "~/private.md"
+                "twice.md",
+                "~/private.md",
+                "docs/oc/*.md",
+                "CONTRIBUTING.md",
+                "docs/hash-guide.md",
+                "../docs/link-guide.md",
             ]
         );
         assert_eq!(resolve("pkg", "../README.md").as_deref(), Some("README.md"));
@@ -169,8 +240,66 @@ mod tests {
         let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
         let found = agent_imports(&repo, &tree);
         assert_eq!(
-            found.into_iter().collect::<Vec<_>>(),
-            ["docs/dev-guide.md", "docs/style.md", "readme.md"]
+            found.paths().collect::<Vec<_>>(),
+            [
+                "docs/dev-guide.md",
+                "docs/style.md",
+                "readme.md",
+                "style.md"
+            ]
         );
+    }
+
+    /// Red-team round 3, H3: `opencode.json`'s `instructions` (a glob
+    /// too), a Cursor rule's `@file`, a Claude command's `@file`,
+    /// Copilot's `#file:` and links, Amp's `@docs/guides/*.md`.
+    #[test]
+    fn what_other_agent_files_name_is_found_whatever_the_syntax() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let files = [
+            (
+                "opencode.json",
+                "{\"instructions\": [\"docs/oc/*.md\", \"CONTRIBUTING.md\"]}\n",
+            ),
+            (
+                ".cursor/rules/x.mdc",
+                "---\nalwaysApply: true\n---\nUse @docs/neutral-ref.md\n",
+            ),
+            (".claude/commands/go.md", "Do @docs/cmd-ref.md\n"),
+            (
+                ".github/copilot-instructions.md",
+                "[guide](../docs/link-guide.md) and #file:docs/hash-guide.md\n",
+            ),
+            ("AGENTS.md", "See @docs/guides/*.md\n"),
+            ("docs/oc/a.md", "x\n"),
+            (
+                "crates/lint/src/rules/mod.rs",
+                "// see docs/not-an-agent-file.md\n",
+            ),
+        ];
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let found = agent_imports(&repo, &tree);
+        for named in [
+            "docs/oc/a.md",
+            "docs/oc/b.md",
+            "contributing.md",
+            "docs/neutral-ref.md",
+            "docs/cmd-ref.md",
+            "docs/link-guide.md",
+            "docs/hash-guide.md",
+            "docs/guides/two.md",
+        ] {
+            assert!(found.contains(named), "{named} is not found named");
+        }
+        assert!(!found.contains("docs/not-an-agent-file.md"));
+        assert!(!found.contains("docs/other.md"));
     }
 }

@@ -16,6 +16,7 @@ pub mod changes;
 pub mod imports;
 pub mod known;
 pub mod manifest;
+pub mod markup;
 pub mod names;
 pub mod policy;
 pub mod repository;
@@ -62,6 +63,12 @@ pub trait Contents {
     /// `path` (`@docs/guide.md` in `CLAUDE.md`): an agent reads it as
     /// instructions too.
     fn imported_by_agents(&self, path: &str) -> bool;
+    /// Whether the base tree's directory `dir` (`""`: the root) holds a
+    /// known manifest (`Cargo.toml`, `package.json`, …): a project's root,
+    /// where its test directory is its test runner's. Not known: not one.
+    fn is_project_root(&self, _dir: &str) -> bool {
+        false
+    }
 }
 
 /// Why a path is ordinary.
@@ -102,6 +109,9 @@ pub enum Held {
     UpperCaseDocument,
     /// Imported by a file that instructs agents.
     ImportedByAgents,
+    /// Documentation adding, at this line, what a documentation builder
+    /// runs or reads as code (MDX, a script element, a directive).
+    RunsAsCode(usize),
     /// This bot's own settings in the repository.
     ForgehandToml,
     /// A git control file (`.gitattributes`, `.gitmodules`).
@@ -153,8 +163,12 @@ impl fmt::Display for Held {
                 "a name of the form Windows gives short names (`NAME~1`), which may open another file there",
             ),
             Held::Catalogued => f.write_str("a file a tool runs or reads"),
+            Held::RunsAsCode(line) => write!(
+                f,
+                "documentation whose line {line} is what a documentation builder runs or reads as code (MDX's import, export or {{…}}, a script element, a Jinja expression, a directive that runs or includes)"
+            ),
             Held::NewKind => f.write_str(
-                "a new source file where the base tree has none of its kind (a new directory, or the first of its language there), where tools look for entry points by name",
+                "a new file where the base tree has none of its kind in that directory (a new directory, the root, or the first of its kind there; a test's name or directory is no exception), where tools look for entry points by name",
             ),
             Held::UpperCaseDocument => f.write_str(
                 "Markdown under an upper-case name, the convention of files tools and agents read",
@@ -318,14 +332,13 @@ fn built_in(
         // name.
         // At the root, where most tools look, a new one is held beside
         // anything.
-        let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let beside_its_kind = !dir.is_empty() && ext.is_some_and(|e| contents.had_kind(dir, e));
-        if change.status == Status::Added
-            && !beside_its_kind
-            && !under(TEST_DIRS)
-            && !is_test_name(name)
-        {
-            return Err(Held::NewKind);
+        // A test's name is no exception, nor a test directory anywhere
+        // (red-team round 3: `_plugins/tests/x.rb`,
+        // `fastlane/actions/test_x.rb`, `config/initializers/tests/x.rb`
+        // are loaded by what scans the whole directory): only a project's
+        // own test directory, at its root, where its test runner looks.
+        if !in_project_tests(change, path, contents) {
+            new_beside_its_kind(change, ext, contents)?;
         }
         return Ok(Ordinary::Source);
     }
@@ -343,10 +356,33 @@ fn built_in(
     // documentation of any name (a design note, a Markdown test), but for
     // the names that instruct agents, held above.
     if doc_name || (doc_ext && !dirs.is_empty()) {
+        // A Markdown formatter's fixtures are any Markdown: a project's
+        // own test directory is no documentation builder's input.
+        let built = change.status != Status::Deleted && !in_project_tests(change, path, contents);
+        if let (Some(ext), true) = (ext, built) {
+            let text =
+                |bytes: Option<Vec<u8>>| bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
+            // Unreadable (past what the gate reads): not known plain.
+            let after = text(contents.after(&change.path)).ok_or(Held::RunsAsCode(1))?;
+            let before = text(contents.before(&change.path));
+            if let Some(line) = markup::runs_as_code(ext, before.as_deref(), &after) {
+                return Err(Held::RunsAsCode(line));
+            }
+        }
         return Ok(Ordinary::Documentation);
     }
     let data = ext.is_some_and(|e| TEST_DATA_EXTENSIONS.contains(&e));
     if under(TEST_DIRS) && data {
+        // Tools discover their configuration by name under any directory
+        // (`tests/x/project.json` for Nx, `tests/dvc.yaml`,
+        // `templates/tests/job.yaml` for Helm): a new file in a format
+        // tools are configured in is data only beside data of its kind;
+        // other data (snapshots, expected output) in a project's own test
+        // directory too.
+        let configures = ext.is_some_and(|e| CONFIGURATION_FORMATS.contains(&e));
+        if configures || !in_project_tests(change, path, contents) {
+            new_beside_its_kind(change, ext, contents)?;
+        }
         return Ok(Ordinary::TestData);
     }
     if under(CHANGELOG_DIRS) && (data || doc_ext) {
@@ -355,26 +391,50 @@ fn built_in(
     Err(Held::Unknown(ext.map(str::to_owned)))
 }
 
+/// Formats tools read their configuration in.
+const CONFIGURATION_FORMATS: &[&str] = &["json", "jsonc", "json5", "yaml", "yml", "xml", "toml"];
+
+/// Whether `path` lies in a project's own test directory: a test
+/// directory at the root of the tree or of a project (a directory whose
+/// base holds a manifest), not one nested in what another tool scans.
+fn in_project_tests(change: &PathChange, path: &FoldedPath, contents: &dyn Contents) -> bool {
+    // The base tree is looked up by the names as written.
+    let raw: Vec<&str> = change.path.split('/').collect();
+    if raw.len() != path.components.len() {
+        return false;
+    }
+    path.dirs().iter().enumerate().any(|(i, dir)| {
+        TEST_DIRS.contains(&dir.as_str())
+            && (i == 0 || contents.is_project_root(&raw[..i].join("/")))
+    })
+}
+
+/// A new file is ordinary by kind only in a directory (not the root)
+/// whose base tree already holds a file of its kind: the first of a kind
+/// in a directory is where tools look for entry points by name.
+fn new_beside_its_kind(
+    change: &PathChange,
+    ext: Option<&str>,
+    contents: &dyn Contents,
+) -> Result<(), Held> {
+    if change.status != Status::Added {
+        return Ok(());
+    }
+    let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let beside = !dir.is_empty() && ext.is_some_and(|e| contents.had_kind(dir, e));
+    if beside {
+        Ok(())
+    } else {
+        Err(Held::NewKind)
+    }
+}
+
 /// Whether the file name's stem, as written, is upper-case (`WARP.md`,
 /// `CRUSH.local.md`): two letters or more, none lower-case.
 fn upper_case_stem(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
     stem.chars().filter(|c| c.is_alphabetic()).count() >= 2 && !stem.chars().any(char::is_lowercase)
-}
-
-/// Whether a folded file name is a test's by the usual conventions
-/// (`test_calc.py`, `calc_test.go`, `calc.test.ts`, `calc.spec.js`): a
-/// test runner collects it, as it would in a test directory.
-fn is_test_name(name: &str) -> bool {
-    let stem = name.split('.').next().unwrap_or(name);
-    stem.starts_with("test_")
-        || stem.starts_with("test-")
-        || stem.ends_with("_test")
-        || stem.ends_with("-test")
-        || stem.ends_with("_spec")
-        || name.contains(".test.")
-        || name.contains(".spec.")
 }
 
 #[cfg(test)]

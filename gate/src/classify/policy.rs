@@ -20,7 +20,7 @@ pub fn for_agent(rules: &RepoRules, max_removed_share: f64) -> String {
         dotted(SOURCE_EXTENSIONS)
     ));
     out.push_str(&format!(
-        "- documentation ({}, and files named like README or CHANGELOG), unless its name instructs agents;\n",
+        "- documentation ({}, and files named like README or CHANGELOG), unless its name instructs agents, an agent file names it, or a line you add outside code is one a documentation builder runs (a brace, import or export, a script element in Markdown; a directive other than notes, code blocks, images and tables in reStructuredText);\n",
         dotted(DOC_EXTENSIONS)
     ));
     out.push_str(&format!(
@@ -28,6 +28,9 @@ pub fn for_agent(rules: &RepoRules, max_removed_share: f64) -> String {
         TEST_DIRS.join("/, "),
         CHANGELOG_DIRS.join("/, ")
     ));
+    out.push_str(
+        "A new file of those kinds is ordinary only in a directory that already holds files of its kind, or in the project's own test directory (at the root of the repository or of a package); a new JSON, YAML or XML file only beside files of its kind.\n",
+    );
     let manifests: Vec<&str> = MANIFESTS.iter().map(|m| m.name).collect();
     out.push_str(&format!(
         "- {} when only describing keys change (version, description, lint settings), and lockfiles resolving from the sources they already did.\n",
@@ -82,7 +85,7 @@ pub fn lists_markdown() -> String {
     let mut row = |name: &str, items: String| out.push_str(&format!("| {name} | {items} |\n"));
     let exts: Vec<String> = SOURCE_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();
     row(
-        "Source and test extensions (ordinary; a new one is held at the root, and elsewhere where the base tree has no file of its kind in its directory, but in a test directory or under a test's name)",
+        "Source and test extensions (ordinary; a new one is held at the root, and elsewhere where the base tree has no file of its kind in its directory, but in a project's own test directory)",
         code(&exts.iter().map(String::as_str).collect::<Vec<_>>()),
     );
     let docs: Vec<String> = DOC_EXTENSIONS.iter().map(|e| format!(".{e}")).collect();

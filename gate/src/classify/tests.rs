@@ -5,8 +5,12 @@ impl Contents for NoContents {
     fn before(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
-    fn after(&self, _: &str) -> Option<Vec<u8>> {
-        None
+    fn after(&self, path: &str) -> Option<Vec<u8>> {
+        // Documentation reads as a plain page; other kinds as unreadable.
+        [".md", ".rst", ".txt"]
+            .iter()
+            .any(|e| path.ends_with(e))
+            .then(|| b"A page.\n".to_vec())
     }
     fn had_kind(&self, _: &str, _: &str) -> bool {
         true
@@ -225,11 +229,18 @@ impl Contents for Base {
     fn before(&self, _: &str) -> Option<Vec<u8>> {
         None
     }
-    fn after(&self, _: &str) -> Option<Vec<u8>> {
-        None
+    fn after(&self, path: &str) -> Option<Vec<u8>> {
+        // Documentation reads as a plain page; other kinds as unreadable.
+        [".md", ".rst", ".txt"]
+            .iter()
+            .any(|e| path.ends_with(e))
+            .then(|| b"A page.\n".to_vec())
     }
     fn had_kind(&self, dir: &str, ext: &str) -> bool {
         self.0.contains(&format!("{dir}:{ext}").as_str())
+    }
+    fn is_project_root(&self, dir: &str) -> bool {
+        self.0.contains(&format!("{dir}:manifest").as_str())
     }
     fn imported_by_agents(&self, path: &str) -> bool {
         path == "docs/dev-guide.md"
@@ -249,7 +260,16 @@ fn modified(path: &str) -> PathChange {
 /// NTFS or Windows' short names alias are folded or held.
 #[test]
 fn what_red_team_round_one_found_is_held() {
-    let base = Base(&["src:py", "src/pkg:py", "lib:js", ":py", ":js", "config:exs"]);
+    let base = Base(&[
+        "src:py",
+        "src/pkg:py",
+        "lib:js",
+        ":py",
+        ":js",
+        "config:exs",
+        "tests:py",
+        "tests/fixtures:yaml",
+    ]);
     let held = |change: PathChange| classify(&change, &RepoRules::none(), &base);
     let mut passed = Vec::new();
     let added_anywhere = [
@@ -347,9 +367,6 @@ fn what_red_team_round_one_found_is_held() {
     for change in [
         added("src/pkg/new_module.py"),
         added("tests/test_new.py"),
-        added("test_calc.py"),
-        added("calc_test.go"),
-        added("calc.test.ts"),
         added("tests/fixtures/data.yaml"),
         added("docs/guide.md"),
         added("src/pkg/README.md"),
@@ -377,6 +394,7 @@ fn what_red_team_round_two_found_is_held() {
         "project:scala",
         "ios:swift",
         "docs:md",
+        "tests/fixtures:json",
     ]);
     let mut passed = Vec::new();
     for path in [
@@ -457,4 +475,94 @@ fn names_in_the_diff_are_folded_as_written() {
         let verdict = classify(&change, &RepoRules::none(), &contents);
         assert!(verdict.is_held(), "{:?}: {verdict}", change.path);
     }
+}
+
+/// Red-team round 3 against the fail-closed gate (issue 25). Fixed by
+/// mechanism: a test's name or directory no longer makes a new file
+/// ordinary where its directory has none of its kind (tools that load a
+/// whole directory do not care for names), test data included; a line a
+/// documentation builder runs or reads, added to documentation, holds
+/// it.
+#[test]
+fn what_red_team_round_three_found_is_held() {
+    let base = Base(&[
+        "docs:md",
+        "packages/web:manifest",
+        "tests:py",
+        "tests/unit:py",
+        "tests/fixtures:json",
+        "docs/_plugins:rb",
+        "ios/fastlane/actions:rb",
+        "playbooks/filter_plugins:py",
+        "config/initializers:rb",
+    ]);
+    let mut passed = Vec::new();
+    for path in [
+        "project/src/main/scala/tests/Evil.scala",
+        "docs/_plugins/tests/evil.rb",
+        "config/initializers/tests/evil.rb",
+        "test_evil.py",
+        "evil_test.go",
+        "evil.spec.ts",
+        "Packages/Foo/Package.test.swift",
+        "tests/evil/project.json",
+        "tests/new_dir/dvc.yaml",
+        "charts/app/templates/tests/job.yaml",
+        "docs/tests/new/evil.rb",
+    ] {
+        if !classify(&added(path), &RepoRules::none(), &base).is_held() {
+            passed.push(path);
+        }
+    }
+    assert!(passed.is_empty(), "passed as ordinary: {passed:#?}");
+    // Beside their kind, tests and their data stay ordinary; and in a
+    // project's own test directory (at the root of the tree or of a
+    // package), new directories of tests and their snapshots.
+    for path in [
+        "tests/test_more.py",
+        "tests/unit/test_x.py",
+        "tests/fixtures/case.json",
+        "tests/new_dir/test_x.py",
+        "tests/format/js/await/format.test.js",
+        "tests/format/js/await/__snapshots__/format.test.js.snap",
+        "packages/web/tests/new/x.test.js",
+    ] {
+        let verdict = classify(&added(path), &RepoRules::none(), &base);
+        assert!(!verdict.is_held(), "{path}: {verdict}");
+    }
+    // Documentation that runs, in an existing docs directory.
+    struct Page(&'static str);
+    impl Contents for Page {
+        fn before(&self, _: &str) -> Option<Vec<u8>> {
+            None
+        }
+        fn after(&self, _: &str) -> Option<Vec<u8>> {
+            Some(self.0.as_bytes().to_vec())
+        }
+        fn had_kind(&self, _: &str, _: &str) -> bool {
+            true
+        }
+        fn imported_by_agents(&self, _: &str) -> bool {
+            false
+        }
+    }
+    let mdx = Page("import {execSync} from 'child_process';\nexport const out = execSync('id');\n");
+    let verdict = classify(&added("docs/intro.md"), &RepoRules::none(), &mdx);
+    assert_eq!(
+        verdict.to_string().split(" (").next().unwrap(),
+        "held: documentation whose line 1 is what a documentation builder runs or reads as code"
+    );
+    let vue = Page(
+        "# Home\n\n<script setup>\nimport { execSync } from 'node:child_process'\n</script>\n",
+    );
+    assert!(classify(&modified("website/docs/index.md"), &RepoRules::none(), &vue).is_held());
+    // A Markdown formatter's fixtures in its own test directory.
+    assert!(!classify(
+        &added("tests/format/markdown/x.md"),
+        &RepoRules::none(),
+        &mdx
+    )
+    .is_held());
+    let prose = Page("# Home\n\nRun `make {target}`.\n");
+    assert!(!classify(&modified("docs/index.md"), &RepoRules::none(), &prose).is_held());
 }
