@@ -34,6 +34,11 @@ pub use server::{DatabaseConfig, ServerConfig};
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
 const ENV_PREFIX: &str = "FORGEHAND_";
 
+/// What fills in the GitHub section from outside the configuration before
+/// it is validated (`github_app::adopt`: the App `setup` stored). A hook,
+/// so that the configuration stands on nothing that reads other files.
+pub type Adopt<'a> = &'a dyn Fn(&mut GitHubConfig) -> Result<(), String>;
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -246,12 +251,17 @@ impl Config {
     }
 
     /// Loads `path` (when given: see [`ConfigFile::locate`] for which
-    /// file the operator chose) and then the environment, and validates.
-    /// No file is ever looked for on its own: the working directory may
-    /// be a repository's, and a repository does not configure the host.
-    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+    /// file the operator chose) and then the environment, lets `adopt`
+    /// fill in what the configuration leaves to something stored
+    /// elsewhere (a GitHub App `forgehand setup github` created:
+    /// `github_app::adopt`), and validates. No file is ever looked for on
+    /// its own: the working directory may be a repository's, and a
+    /// repository does not configure the host; loading reads no file but
+    /// the configuration's own, unless its caller's `adopt` does.
+    pub fn load(path: Option<&Path>, adopt: Adopt<'_>) -> Result<Config, ConfigError> {
         let env: Vec<(String, String)> = std::env::vars().collect();
-        Self::load_from(path, env)
+        let places = Self::places(path, &env)?;
+        Self::load_with(path, env, &places, adopt)
     }
 
     /// Like [`Config::load`], with the environment given explicitly so
@@ -261,10 +271,14 @@ impl Config {
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
         let env: Vec<(String, String)> = env.into_iter().collect();
+        let places = Self::places(path, &env)?;
+        Self::load_in(path, env, &places)
+    }
+
+    fn places(path: Option<&Path>, env: &[(String, String)]) -> Result<Places, ConfigError> {
         let cwd = std::env::current_dir()
             .map_err(|e| ConfigError::Invalid(vec![format!("the working directory: {e}")]))?;
-        let places = Places::new(cwd, path.is_some(), &env);
-        Self::load_in(path, env, &places)
+        Ok(Places::new(cwd, path.is_some(), env))
     }
 
     /// Like [`Config::load_from`], relative paths resolved against
@@ -273,6 +287,17 @@ impl Config {
         path: Option<&Path>,
         env: Vec<(String, String)>,
         places: &Places,
+    ) -> Result<Config, ConfigError> {
+        Self::load_with(path, env, places, &|_| Ok(()))
+    }
+
+    /// Like [`Config::load_in`], `adopt` filling in the GitHub section
+    /// before validation.
+    pub fn load_with(
+        path: Option<&Path>,
+        env: Vec<(String, String)>,
+        places: &Places,
+        adopt: Adopt<'_>,
     ) -> Result<Config, ConfigError> {
         let mut builder = config::Config::builder();
         let mut unknown = Vec::new();
@@ -319,8 +344,7 @@ impl Config {
         config.anchor_paths(&written, places);
         // A GitHub App that `forgehand setup github` created and stored is
         // used when the configuration names no other credential.
-        crate::github_app::adopt(&mut config.github)
-            .map_err(|problem| ConfigError::Invalid(vec![problem]))?;
+        adopt(&mut config.github).map_err(|problem| ConfigError::Invalid(vec![problem]))?;
         config.validate()?;
         Ok(config)
     }
@@ -392,9 +416,6 @@ impl Config {
         }
         if self.api.token.is_none() {
             warnings.push("api.token is not set: the operator API (/api/*) is off".into());
-        }
-        if let Some(warning) = crate::github_app::shadowed(&self.github) {
-            warnings.push(warning);
         }
         warnings
     }

@@ -213,7 +213,12 @@ fn main() -> ExitCode {
     raise_open_files_limit();
     let cli = Cli::parse();
     let file = ConfigFile::for_process(cli.config.as_deref());
-    let config = match Config::load(file.as_ref().map(|f| f.path.as_path())) {
+    // A GitHub App `forgehand setup github` stored is used when the
+    // configuration names no other credential.
+    let adopt = |github: &mut forgehand_bot::config::GitHubConfig| {
+        forgehand_bot::github_app::adopt(github).map(|_| ())
+    };
+    let config = match Config::load(file.as_ref().map(|f| f.path.as_path()), &adopt) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("forgehand: {error}");
@@ -235,7 +240,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::CheckConfig => {
             print!("{}", config.to_redacted_toml());
-            for warning in config.warnings() {
+            for warning in forgehand_bot::github_app::warnings(&config) {
                 eprintln!("warning: {warning}");
             }
             eprintln!("configuration is valid");

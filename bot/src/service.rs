@@ -66,7 +66,7 @@ pub async fn serve_on(
         rebuild,
     } = runner;
     let handler = Arc::new(SwappableHandler::new(handler));
-    for warning in config.warnings() {
+    for warning in crate::github_app::warnings(&config) {
         warn!("{warning}");
     }
     let store = open_store(&config).await?;

@@ -220,7 +220,7 @@ names!(IssueAction {
     Labeled => "labeled", Unlabeled => "unlabeled", Assigned => "assigned", Unassigned => "unassigned",
 });
 names!(CommentAction { Created => "created", Edited => "edited", Deleted => "deleted" });
-names!(ReviewState { Approved => "approved", ChangesRequested => "changes_requested", Commented => "commented" });
+// `ReviewState`'s names are in forgehand-types, beside the type.
 names!(PullRequestAction {
     Opened => "opened", Synchronize => "synchronize", Closed => "closed", Merged => "merged",
     Reopened => "reopened", Edited => "edited", Labeled => "labeled", Unlabeled => "unlabeled",

@@ -6,49 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A repository as named by the forge. `owner/name` is the key Forgehand
-/// uses everywhere (jobs, locks, logs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Repo {
-    pub owner: String,
-    pub name: String,
-    /// The clone URL over HTTPS, when the payload carries one.
-    pub clone_url: Option<String>,
-    pub default_branch: Option<String>,
-    pub private: bool,
-}
-
-impl Repo {
-    pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
-    }
-
-    /// The repository's address on the forge's API.
-    pub fn key(&self) -> RepoRef {
-        RepoRef::new(&self.owner, &self.name)
-    }
-}
-
-/// Which repository an API call is about: its owner and name, nothing
-/// the forge would have to tell first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RepoRef {
-    pub owner: String,
-    pub name: String,
-}
-
-impl RepoRef {
-    pub fn new(owner: &str, name: &str) -> Self {
-        RepoRef {
-            owner: owner.into(),
-            name: name.into(),
-        }
-    }
-
-    pub fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.name)
-    }
-}
+// The repository's names are shared with the store, which compiles no
+// forge client: they live in forgehand-types.
+pub use forgehand_types::{Repo, RepoRef};
 
 /// A forge user. `login` is the handle people mention (`@login`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,11 +68,4 @@ pub struct Comment {
     pub author: Actor,
 }
 
-/// A submitted review's verdict. Pending and dismissed reviews have none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReviewState {
-    Approved,
-    ChangesRequested,
-    Commented,
-}
+pub use forgehand_types::ReviewState;

@@ -3,11 +3,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Command, Job, Task};
 use forgehand_store::{
     ClaimedJob, CompressedPayload, Finish, JobState, NewDelivery, Outcome, Recorded, Store,
 };
+use forgehand_types::{ForgeKind, Repo};
 
 pub const DAY: i64 = 24 * 60 * 60 * 1000;
 pub const TARGET_7: &str = "github:acme/widgets#7";

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use forgehand_forge::ForgeKind;
 use forgehand_store::{
     CompressedPayload, DeliveryQuery, DuplicateOf, InstallationChange, InstallationUpdate,
     IntakeWriter, JobState, Outcome, PayloadDigest, Recorded,
 };
+use forgehand_types::ForgeKind;
 
 use crate::fixtures::*;
 use crate::Backend;

@@ -1,7 +1,7 @@
 //! What the operator API reads: listings, filters, pages.
 
-use forgehand_forge::ForgeKind;
 use forgehand_store::{DeliveryQuery, JobQuery, JobState, Outcome};
+use forgehand_types::ForgeKind;
 
 use crate::fixtures::*;
 use crate::Backend;

@@ -2,11 +2,11 @@
 //! jobs (and the deliveries they came from) stay, refused deliveries go
 //! sooner, digests later.
 
-use forgehand_forge::ForgeKind;
 use forgehand_store::{
     DeliveryQuery, Finish, JobQuery, JobState, NewDelivery, Outcome, PayloadDigest, Recorded,
     Retention,
 };
+use forgehand_types::ForgeKind;
 
 use crate::fixtures::*;
 use crate::Backend;

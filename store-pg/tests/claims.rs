@@ -7,11 +7,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Command, Job, Task};
 use forgehand_store::{Finish, JobState, NewDelivery, Outcome, Recorded, Store};
 use forgehand_store_pg::{PgOptions, PgStore};
 use forgehand_store_test_support::PgServer;
+use forgehand_types::{ForgeKind, Repo};
 
 fn job(target: u64, help: bool) -> Job {
     Job {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{
     DeliveryQuery, Finish, IntakeWriter, JobQuery, NewDelivery, Outcome, PayloadDigest, Recorded,
@@ -13,6 +12,7 @@ use forgehand_store::{
 };
 use forgehand_store_pg::{PgOptions, PgStore};
 use forgehand_store_test_support::PgServer;
+use forgehand_types::{ForgeKind, Repo};
 
 const DAY: i64 = 24 * 60 * 60 * 1000;
 

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{Finish, IntakeWriter, NewDelivery, Outcome, Store};
 use forgehand_store_pg::{PgOptions, PgStore, Wake};
 use forgehand_store_test_support::PgServer;
+use forgehand_types::{ForgeKind, Repo};
 
 fn delivery(id: &str, jobs: usize) -> NewDelivery {
     let job = Job {

@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{
     CompressedPayload, Finish, IntakeWriter, NewDelivery, Outcome, SqliteStore, Store,
 };
+use forgehand_types::{ForgeKind, Repo};
 
 fn delivery(id: &str, target: u64, jobs: usize) -> NewDelivery {
     let job = Job {

@@ -401,7 +401,7 @@ mod tests {
 
     fn delivery(id: &str) -> NewDelivery {
         NewDelivery {
-            forge: forgehand_forge::ForgeKind::Github,
+            forge: forgehand_types::ForgeKind::Github,
             delivery_id: Some(id.into()),
             event: Some("issues".into()),
             event_name: None,

@@ -1,6 +1,6 @@
 //! Typed jobs: what a trigger asks Forgehand to do, as stored in the queue.
 
-use forgehand_forge::{ForgeKind, Repo, ReviewState};
+use forgehand_types::{ForgeKind, Repo, ReviewState};
 use serde::{Deserialize, Serialize};
 
 /// One unit of work about one issue or pull request.

@@ -87,7 +87,7 @@ impl Outcome {
 /// A delivery about to be recorded, with the jobs it creates.
 #[derive(Debug, Clone)]
 pub struct NewDelivery {
-    pub forge: forgehand_forge::ForgeKind,
+    pub forge: forgehand_types::ForgeKind,
     pub delivery_id: Option<String>,
     pub event: Option<String>,
     pub event_name: Option<String>,
@@ -122,7 +122,7 @@ pub struct PayloadDigest {
 }
 
 impl PayloadDigest {
-    pub fn of(forge: forgehand_forge::ForgeKind, body: &[u8]) -> Self {
+    pub fn of(forge: forgehand_types::ForgeKind, body: &[u8]) -> Self {
         use sha2::Digest;
         PayloadDigest {
             signer: if forge.is_gitea_family() {

@@ -2,9 +2,9 @@
 //! its WAL. The store's behaviour, the same on every backend, is the
 //! conformance suite (tests/conformance.rs).
 
-use forgehand_forge::{ForgeKind, Repo};
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{CompressedPayload, NewDelivery, Outcome, Recorded, SqliteStore, Store};
+use forgehand_types::{ForgeKind, Repo};
 use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {

@@ -16,7 +16,7 @@ use forgehand_environment::egress::{Policy, Summary};
 use forgehand_environment::spec::{self, DeclareError, Declared, EnvKey, KeyParts, RepoFiles};
 use forgehand_sandbox::{Backend, Limits};
 use serde::Serialize;
-pub use testing::{looks_like_a_test, By, TestCommand, TestResult, Testing};
+pub use testing::{looks_like_a_test, By, CommandRun, TestCommand, TestResult, Testing};
 
 use crate::config::Config;
 pub use files::{repo_rules, CommitFiles};

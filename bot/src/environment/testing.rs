@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::agent::tools::CommandRun;
 use forgehand_gate::markdown;
 
 /// Who ran a test command.
@@ -13,6 +12,13 @@ use forgehand_gate::markdown;
 pub enum By {
     Agent,
     Host,
+}
+
+/// A command the agent ran in the sandbox, and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CommandRun {
+    pub command: String,
+    pub exit_code: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

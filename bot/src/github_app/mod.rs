@@ -184,6 +184,14 @@ pub fn apply(github: &mut GitHubConfig, app: &StoredApp) {
     }
 }
 
+/// The configuration's warnings, with the stored App's: a configuration
+/// reads no stored App itself.
+pub fn warnings(config: &crate::config::Config) -> Vec<String> {
+    let mut warnings = config.warnings();
+    warnings.extend(shadowed(&config.github));
+    warnings
+}
+
 /// A warning when an App is stored but the configuration names other
 /// credentials, which win.
 pub fn shadowed(github: &GitHubConfig) -> Option<String> {

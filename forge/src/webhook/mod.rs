@@ -6,37 +6,8 @@ mod github;
 pub mod signature;
 
 use crate::event::Event;
-use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ForgeKind {
-    Github,
-    Gitea,
-    Forgejo,
-}
-
-impl ForgeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ForgeKind::Github => "github",
-            ForgeKind::Gitea => "gitea",
-            ForgeKind::Forgejo => "forgejo",
-        }
-    }
-
-    /// Gitea and Forgejo speak the same webhook dialect and share one
-    /// endpoint and one set of secrets.
-    pub fn is_gitea_family(self) -> bool {
-        matches!(self, ForgeKind::Gitea | ForgeKind::Forgejo)
-    }
-}
-
-impl std::fmt::Display for ForgeKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use forgehand_types::ForgeKind;
 
 /// The headers of a delivery that Forgehand relies on, read without
 /// trusting anything yet.

@@ -63,12 +63,9 @@ pub struct Toolbox<'a> {
     pub ran: std::sync::Mutex<Vec<CommandRun>>,
 }
 
-/// A command the agent ran in the sandbox, and its exit status.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CommandRun {
-    pub command: String,
-    pub exit_code: i32,
-}
+// The record of a command the agent ran is the testing evidence's: the
+// environment's module reads it and must not stand on the agent.
+pub use crate::environment::CommandRun;
 
 /// At most this many commands are kept, each cut at this many characters.
 const MAX_RAN: usize = 500;
