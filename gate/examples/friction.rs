@@ -44,6 +44,11 @@ impl Contents for AtCommit<'_> {
             forgehand_gate::classify::changes::had_kind(self.repo, tree, dir, ext)
         })
     }
+    fn had_code_kind(&self, dir: &str, ext: &str) -> bool {
+        self.old.as_ref().is_some_and(|tree| {
+            forgehand_gate::classify::changes::had_code_kind(self.repo, tree, dir, ext)
+        })
+    }
     fn is_project_root(&self, dir: &str) -> bool {
         self.old.as_ref().is_some_and(|tree| {
             forgehand_gate::classify::changes::holds_manifest(self.repo, tree, dir)

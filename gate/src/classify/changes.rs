@@ -136,7 +136,46 @@ pub fn holds_manifest(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> bo
     })
 }
 
+/// Whether `tree`'s directory `dir` holds a file of kind `ext` a
+/// documentation builder would run: a template, or documentation that is
+/// not plain (at most 64 files read, each as far as the gate reads).
+pub fn had_code_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) -> bool {
+    let Some(sub) = tree
+        .get_path(Path::new(dir))
+        .ok()
+        .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+        .and_then(|e| repo.find_tree(e.id()).ok())
+    else {
+        return false;
+    };
+    let suffix = format!(".{ext}");
+    let documentation = super::known::DOC_EXTENSIONS.contains(&ext);
+    sub.iter()
+        .filter(|entry| entry.kind() == Some(git2::ObjectType::Blob))
+        .filter(|entry| {
+            super::names::fold(&String::from_utf8_lossy(entry.name_bytes())).ends_with(&suffix)
+        })
+        .take(64)
+        .any(|entry| {
+            if !documentation {
+                return true;
+            }
+            let Ok(blob) = repo.find_blob(entry.id()) else {
+                return false;
+            };
+            let bytes = &blob.content()[..blob.size().min(MAX_READ as usize)];
+            super::markup::runs_as_code(Some(ext), None, &String::from_utf8_lossy(bytes)).is_some()
+        })
+}
+
 impl Contents for WorkingContents<'_> {
+    fn had_code_kind(&self, dir: &str, ext: &str) -> bool {
+        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
+            return false;
+        };
+        had_code_kind(self.repo, &tree, dir, ext)
+    }
+
     fn is_project_root(&self, dir: &str) -> bool {
         let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
             return false;

@@ -47,12 +47,20 @@ const AGENT_FILE_EXTENSIONS: &[&str] = &["mdc", "json", "jsonc", "toml", "yaml",
 pub struct Imported {
     paths: BTreeSet<String>,
     globs: Vec<Glob>,
+    /// Named directories: the documents beneath (an agent reads what a
+    /// directory holds; its code is reviewed as code).
+    dirs: Vec<Glob>,
 }
 
 impl Imported {
     /// Whether `path` (folded and joined) is named.
     pub fn contains(&self, path: &str) -> bool {
-        self.paths.contains(path) || self.globs.iter().any(|g| g.matches(path))
+        let document = FoldedPath::new(path)
+            .extension()
+            .is_none_or(|e| DOC_EXTENSIONS.contains(&e));
+        self.paths.contains(path)
+            || self.globs.iter().any(|g| g.matches(path))
+            || (document && self.dirs.iter().any(|g| g.matches(path)))
     }
 
     /// The named paths, folded (not the globs).
@@ -70,12 +78,11 @@ fn is_agent_file(path: &str) -> bool {
         None => true,
         Some(ext) => DOC_EXTENSIONS.contains(&ext) || AGENT_FILE_EXTENSIONS.contains(&ext),
     };
-    AGENT_INSTRUCTIONS.matches(folded.name())
-        || (kind
-            && folded
-                .dirs()
-                .iter()
-                .any(|d| AGENT_INSTRUCTIONS.matches(d.trim_start_matches('.'))))
+    kind && (AGENT_INSTRUCTIONS.matches(folded.name().trim_start_matches('.'))
+        || folded
+            .dirs()
+            .iter()
+            .any(|d| AGENT_INSTRUCTIONS.matches(d.trim_start_matches('.'))))
 }
 
 /// The documents the base `tree`'s agent files name, recursively.
@@ -89,9 +96,12 @@ pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> Imported {
         }
         if entry.kind() == Some(ObjectType::Blob) {
             let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
-            if AGENT_INSTRUCTIONS.matches(FoldedPath::new(&path).name()) {
+            if !is_agent_file(&path) {
+            } else if AGENT_INSTRUCTIONS
+                .matches(FoldedPath::new(&path).name().trim_start_matches('.'))
+            {
                 by_name.push(path);
-            } else if is_agent_file(&path) {
+            } else {
                 by_dir.push(path);
             }
         }
@@ -112,19 +122,48 @@ pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> Imported {
             continue;
         };
         let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
-        for word in documents(&text) {
+        for (word, marked) in references(&text) {
             // Relative to the file (`@./x.md`, a Markdown link) and to
             // the root (`instructions`, `#file:`): both count.
             for base in [dir, ""] {
-                let Some(target) = resolve(base, word) else {
+                let Some(target) = resolve(base, &word) else {
                     continue;
                 };
-                let folded = FoldedPath::new(&target).joined();
-                if folded.contains('*') {
-                    imported.globs.push(Glob::new(&folded));
+                let folded = FoldedPath::new(&target);
+                let joined = folded.joined();
+                let document = folded
+                    .extension()
+                    .is_some_and(|e| DOC_EXTENSIONS.contains(&e));
+                if joined.contains('*') {
+                    // A marked glob names what it matches; another, the
+                    // documents it matches (`**/package.json` in a
+                    // workflow named `*rules*` is no instruction).
+                    if marked {
+                        imported.globs.push(Glob::new(&joined));
+                    } else if document || folded.extension().is_none() {
+                        imported.dirs.push(Glob::new(&joined));
+                    }
                     continue;
                 }
-                if imported.paths.insert(folded) && depth + 1 < MAX_DEPTH {
+                let kind = tree
+                    .get_path(Path::new(&target))
+                    .ok()
+                    .and_then(|e| e.kind());
+                let named = if kind == Some(ObjectType::Tree) {
+                    // A directory: its documents are what an agent reads
+                    // when it is imported (`@docs/ai`), nothing when it is
+                    // mentioned.
+                    if marked {
+                        imported.dirs.push(Glob::new(&format!("{joined}/**")));
+                    }
+                    false
+                } else if marked || document {
+                    true
+                } else {
+                    // `docs/NOTICE`: a document without an extension.
+                    folded.extension().is_none() && kind.is_some()
+                };
+                if named && imported.paths.insert(joined) && depth + 1 < MAX_DEPTH && document {
                     queue.push_back((target, depth + 1));
                 }
             }
@@ -143,28 +182,64 @@ fn blob_text(repo: &Repository, tree: &Tree<'_>, path: &str) -> Option<String> {
     Some(String::from_utf8_lossy(bytes).into_owned())
 }
 
-/// The words of a text that name documents: split where paths end in
-/// any syntax (spaces, quotes, brackets, commas), an import's or a
-/// reference's mark taken off (`@`, `#file:`, `file:`), trailing
-/// punctuation dropped; kept when the word ends in a documentation
-/// extension (a glob's too: `docs/*.md`).
-pub fn documents(text: &str) -> Vec<&str> {
+/// The words of a text that may name files, each with whether it is
+/// marked as an import (`@path`, `#file:path`: an agent loads such a file
+/// whatever its kind). Split where paths end in any syntax (spaces,
+/// quotes, brackets, commas); the marks, an anchor (`#setup`), a query
+/// (`?plain`), a line (`:12`, `:3-9`), percent-encoding and punctuation
+/// on either side (an ellipsis too) taken off.
+pub fn references(text: &str) -> Vec<(String, bool)> {
     text.split(|c: char| c.is_whitespace() || "\"'`()[]<>{},;|=".contains(c))
-        .map(|word| {
+        .filter_map(|word| {
+            let marked = word.starts_with('@') || word.starts_with("#file:");
             let word = word.trim_start_matches('@');
             let word = word
                 .strip_prefix("#file:")
                 .or_else(|| word.strip_prefix("file:"))
                 .unwrap_or(word);
-            word.trim_end_matches(['.', ',', ';', ':', '!', '?'])
-        })
-        .filter(|word| {
-            let ext = word.rsplit_once('.').map(|(_, e)| e.to_lowercase());
-            ext.is_some_and(|e| DOC_EXTENSIONS.contains(&e.as_str()))
-                && !word.contains("://")
-                && !word.contains('@')
+            if word.contains("://") || word.contains('@') {
+                return None;
+            }
+            let word = word.split(['#', '?']).next().unwrap_or(word);
+            let word = decoded(word);
+            let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || "/._-*~".contains(c)));
+            let word = strip_line(word).trim_end_matches('.');
+            let pathlike = word.contains('/') || word.contains('.');
+            (pathlike && word.len() > 1).then(|| (word.to_owned(), marked))
         })
         .collect()
+}
+
+/// `%20` and the like decoded (a link's path as the file's name).
+fn decoded(word: &str) -> String {
+    let bytes = word.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = |b: u8| (b as char).to_digit(16);
+            if let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((high * 16 + low) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A path with a `:12` or `:3-9` line reference taken off.
+fn strip_line(word: &str) -> &str {
+    match word.rsplit_once(':') {
+        Some((path, line))
+            if !line.is_empty() && line.chars().all(|c| c.is_ascii_digit() || c == '-') =>
+        {
+            path
+        }
+        _ => word,
+    }
 }
 
 /// `target` relative to `dir`, as a path inside the repository; `None`
@@ -191,24 +266,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn documents_are_words_naming_them_in_any_syntax() {
+    fn references_are_words_naming_paths_in_any_syntax() {
         let text = "See @README.md and @docs/dev-guide.md, also (@./notes/x.md).\n\
-                    Mail me: someone@example.com; @@twice.md; @~/private.md\n\
+                    Mail me: someone@example.com; @~/private.md\n\
                     \"instructions\": [\"docs/oc/*.md\", \"CONTRIBUTING.md\"]\n\
-                    #file:docs/hash-guide.md [guide](../docs/link-guide.md) \
-                    https://example.com/x.md src/main.rs";
+                    #file:docs/hash-guide.md [guide](../docs/link-guide.md#setup) \
+                    https://example.com/x.md docs/p5.md?plain @docs/colon.md:12 \
+                    [x](docs/my%20guide.md) docs/p9.md\u{2026} @src/pkg/m1.py and/or %\u{e9}x/%";
+        let words: Vec<(String, bool)> = references(text);
+        let words: Vec<(&str, bool)> = words.iter().map(|(w, m)| (w.as_str(), *m)).collect();
         assert_eq!(
-            documents(text),
+            words,
             [
-                "README.md",
-                "docs/dev-guide.md",
-                "./notes/x.md",
-                "twice.md",
-                "~/private.md",
-                "docs/oc/*.md",
-                "CONTRIBUTING.md",
-                "docs/hash-guide.md",
-                "../docs/link-guide.md",
+                ("README.md", true),
+                ("docs/dev-guide.md", true),
+                ("./notes/x.md", true),
+                ("~/private.md", true),
+                ("docs/oc/*.md", false),
+                ("CONTRIBUTING.md", false),
+                ("docs/hash-guide.md", true),
+                ("../docs/link-guide.md", false),
+                ("docs/p5.md", false),
+                ("docs/colon.md", true),
+                ("docs/my guide.md", false),
+                ("docs/p9.md", false),
+                ("src/pkg/m1.py", true),
+                ("and/or", false),
+                ("\u{e9}x/", false),
             ]
         );
         assert_eq!(resolve("pkg", "../README.md").as_deref(), Some("README.md"));
@@ -273,6 +357,18 @@ mod tests {
             ),
             ("AGENTS.md", "See @docs/guides/*.md\n"),
             ("docs/oc/a.md", "x\n"),
+            (".aider.conf.yml", "read: [docs/aider-read.md]\n"),
+            (
+                ".crush.json",
+                "{\"options\":{\"context_paths\":[\"docs/crush.md\"]}}\n",
+            ),
+            (
+                "CLAUDE.md",
+                "@docs/NOTICE @src/pkg/m1.py @docs/ai/ [a](docs/anchor.md#setup) see crates/x\n",
+            ),
+            ("crates/x/README.md", "x\n"),
+            ("docs/NOTICE", "x\n"),
+            ("docs/ai/one.txt", "x\n"),
             (
                 "crates/lint/src/rules/mod.rs",
                 "// see docs/not-an-agent-file.md\n",
@@ -296,10 +392,21 @@ mod tests {
             "docs/link-guide.md",
             "docs/hash-guide.md",
             "docs/guides/two.md",
+            "docs/aider-read.md",
+            "docs/crush.md",
+            "docs/notice",
+            "src/pkg/m1.py",
+            "docs/ai/one.txt",
+            "docs/ai/new.md",
+            "docs/anchor.md",
         ] {
             assert!(found.contains(named), "{named} is not found named");
         }
         assert!(!found.contains("docs/not-an-agent-file.md"));
+        // An imported directory names the documents beneath, not its
+        // code; a mentioned one names nothing.
+        assert!(!found.contains("docs/ai/tool.py"));
+        assert!(!found.contains("crates/x/readme.md"));
         assert!(!found.contains("docs/other.md"));
     }
 }

@@ -7,13 +7,23 @@
 //! `include::` reads any file. Red-team round 3 of issue 25 committed a
 //! page running `execSync` as "documentation".
 //!
-//! Fail closed: a line the change adds outside code is plain only when it
-//! holds none of what any of those builders evaluates — no brace, no
-//! script element, no module line in Markdown; in reStructuredText no
-//! directive but the ones that only lay text out; in AsciiDoc no block
-//! macro but media. What the base already had is judged by the base's
-//! review, not held again (an edit to a page with MDX in it passes when it
-//! adds none).
+//! Fail closed, by structure and by an allow-list. A line outside code is
+//! plain only when it holds nothing any of those builders evaluates or
+//! includes: in Markdown no brace, no HTML but a few formatting tags with
+//! static attributes (and autolinks), no module line, no include marker,
+//! no fence whose info string is more than a language's name, no front
+//! matter but YAML or TOML; in reStructuredText (and `.txt`, which Sphinx
+//! projects parse as such) no directive but the ones that only lay text
+//! out; in AsciiDoc no block macro but media. A Markdown paragraph with a
+//! line that is not plain is not plain as a whole (MDX's module block runs
+//! to the next blank line). Fences are read as CommonMark reads them, and
+//! what it would not call a fence (indented four spaces, a backtick in the
+//! info string) is not code.
+//!
+//! The change is judged on the whole file, not on the lines it adds
+//! (red-team round 4 removed the fences around an existing example and
+//! made it live): the file is held when a line that is not plain lies
+//! outside code in the new text more often than in the base's.
 
 use std::collections::HashMap;
 
@@ -91,76 +101,279 @@ const PLAIN_RST_DIRECTIVES: &[&str] = &[
 /// AsciiDoc block macros that only show media.
 const PLAIN_ADOC_MACROS: &[&str] = &["image", "video", "audio", "toc"];
 
-/// The number (from 1) of the first line `after` adds (not in `before`)
-/// outside code that a documentation builder of the file's kind (`ext`,
-/// folded) would run or read as code; `None` when every added line is
-/// plain. A number, not the line: the reason is shown on the forge, and
-/// the line is the agent's text.
-pub fn runs_as_code(ext: &str, before: Option<&str>, after: &str) -> Option<usize> {
-    let mut old: HashMap<&str, usize> = HashMap::new();
-    for line in before.unwrap_or("").lines() {
+/// The number (from 1) of the first line of `after` outside code that
+/// is not plain and was not, as often, a line outside code that is not
+/// plain in `before`; `None` when there is none. `ext` is the folded
+/// extension (`None`: a documentation name without one, read as
+/// Markdown). A number, not the line: the reason is shown on the forge,
+/// and the line is the agent's text.
+pub fn runs_as_code(ext: Option<&str>, before: Option<&str>, after: &str) -> Option<usize> {
+    let judge = |text: &str| -> Vec<(usize, String)> {
+        match ext {
+            None | Some("md" | "markdown") => markdown(text),
+            Some("rst" | "txt") => rst(text),
+            Some("adoc" | "asciidoc") => adoc(text),
+            // Other documentation kinds are not documentation the gate
+            // knows: every line counts.
+            Some(_) => text
+                .lines()
+                .enumerate()
+                .map(|(n, l)| (n + 1, l.to_owned()))
+                .collect(),
+        }
+    };
+    let mut old: HashMap<String, usize> = HashMap::new();
+    for (_, line) in before.map(judge).unwrap_or_default() {
         *old.entry(line).or_default() += 1;
     }
-    let mut added = |line: &str| match old.get_mut(line) {
-        Some(n) if *n > 0 => {
-            *n -= 1;
-            false
-        }
-        _ => true,
-    };
-    match ext {
-        "md" | "markdown" => markdown(after, &mut added),
-        "rst" => rst(after, &mut added),
-        "adoc" | "asciidoc" => adoc(after, &mut added),
-        _ => None,
-    }
-}
-
-fn markdown(text: &str, added: &mut dyn FnMut(&str) -> bool) -> Option<usize> {
-    let mut fence: Option<String> = None;
-    for (n, line) in text.lines().enumerate() {
-        let is_added = added(line);
-        let trimmed = line.trim_start();
-        let marker = fence_marker(trimmed);
-        if let Some(open) = &fence {
-            if marker.is_some_and(|m| {
-                m.starts_with(open.as_str()) && trimmed[m.len()..].trim().is_empty()
-            }) {
-                fence = None;
-            }
-            continue;
-        }
-        if let Some(marker) = marker {
-            // A fence's info string with a brace is a directive that
-            // runs (MyST's ```{code-cell}, ```{eval-rst}).
-            if is_added && trimmed[marker.len()..].contains('{') {
-                return Some(n + 1);
-            }
-            fence = Some(marker);
-            continue;
-        }
-        if !is_added {
-            continue;
-        }
-        let prose = without_code_spans(trimmed);
-        let lower = prose.to_lowercase();
-        if prose.contains(['{', '}'])
-            || lower.contains("<script")
-            || lower.starts_with("import ")
-            || lower.starts_with("export ")
-            || lower.starts_with(":::{")
-        {
-            return Some(n + 1);
+    for (n, line) in judge(after) {
+        match old.get_mut(&line) {
+            Some(count) if *count > 0 => *count -= 1,
+            _ => return Some(n),
         }
     }
     None
 }
 
-/// The fence a line opens or closes (three or more backticks or tildes).
-fn fence_marker(trimmed: &str) -> Option<String> {
-    let first = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
-    let run: String = trimmed.chars().take_while(|c| *c == first).collect();
-    (run.len() >= 3).then_some(run)
+/// A Markdown text's lines that are not plain, outside code, numbered.
+fn markdown(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut fence: Option<(char, usize)> = None;
+    // The paragraph being read: its lines, and whether one is not plain.
+    let mut paragraph: Vec<(usize, &str)> = Vec::new();
+    let mut tainted = false;
+    let flush =
+        |paragraph: &mut Vec<(usize, &str)>, tainted: &mut bool, out: &mut Vec<(usize, String)>| {
+            if *tainted {
+                out.extend(paragraph.iter().map(|(n, l)| (*n, (*l).to_owned())));
+            }
+            paragraph.clear();
+            *tainted = false;
+        };
+    let mut start = 0;
+    // Front matter: YAML (`---`) or TOML (`+++`) is data; any other
+    // language tag (`---js`) is code that front-matter readers evaluate.
+    if let Some(first) = lines.first() {
+        let first = first.trim_end();
+        if first == "---" || first == "+++" {
+            if let Some(end) = lines[1..].iter().position(|l| {
+                let l = l.trim_end();
+                l == first || (first == "---" && l == "...")
+            }) {
+                start = end + 2;
+            }
+        } else if first.starts_with("---") || first.starts_with("+++") {
+            out.push((1, first.to_owned()));
+            start = 1;
+        }
+    }
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        let n = i + 1;
+        if let Some((ch, len)) = fence {
+            if closes(line, ch, len) {
+                fence = None;
+            }
+            continue;
+        }
+        if let Some((ch, len, info)) = opens(line) {
+            flush(&mut paragraph, &mut tainted, &mut out);
+            if !plain_info(info) {
+                out.push((n, (*line).to_owned()));
+            }
+            fence = Some((ch, len));
+            continue;
+        }
+        if line.trim().is_empty() {
+            flush(&mut paragraph, &mut tainted, &mut out);
+            continue;
+        }
+        paragraph.push((n, line));
+        tainted |= !plain_markdown(line);
+    }
+    flush(&mut paragraph, &mut tainted, &mut out);
+    out
+}
+
+/// A fence CommonMark opens on `line`: at most three spaces of indent,
+/// three or more backticks or tildes, and for backticks an info string
+/// without one.
+fn opens(line: &str) -> Option<(char, usize, &str)> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let ch = rest.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = rest.chars().take_while(|c| *c == ch).count();
+    if len < 3 {
+        return None;
+    }
+    let info = &rest[len..];
+    if ch == '`' && info.contains('`') {
+        return None;
+    }
+    Some((ch, len, info.trim()))
+}
+
+/// Whether `line` closes a fence of `len` `ch`s.
+fn closes(line: &str, ch: char, len: usize) -> bool {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent > 3 {
+        return false;
+    }
+    let rest = &line[indent..];
+    let run = rest.chars().take_while(|c| *c == ch).count();
+    run >= len && rest[run..].trim().is_empty()
+}
+
+/// A fence's info string is plain when it is a language's name at most
+/// (`python`, `c++`, `objective-c`): attributes (`exec="on"`) and braces
+/// (`{code-cell}`) are what builders act on.
+fn plain_info(info: &str) -> bool {
+    info.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_+.#-".contains(c))
+}
+
+/// HTML tags that only format text, allowed with static attributes.
+const PLAIN_TAGS: &[&str] = &[
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "caption",
+    "center",
+    "code",
+    "dd",
+    "del",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "figcaption",
+    "figure",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "ins",
+    "kbd",
+    "li",
+    "mark",
+    "ol",
+    "p",
+    "picture",
+    "pre",
+    "q",
+    "s",
+    "samp",
+    "small",
+    "source",
+    "span",
+    "strike",
+    "strong",
+    "sub",
+    "summary",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "tfoot",
+    "th",
+    "thead",
+    "tr",
+    "tt",
+    "u",
+    "ul",
+    "var",
+];
+
+/// Whether a Markdown line outside code is plain.
+fn plain_markdown(line: &str) -> bool {
+    let prose = without_code_spans(line.trim_start());
+    let lower = prose.to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    if matches!(words.first(), Some(&("import" | "export")))
+        || lower.starts_with("import{")
+        || lower.starts_with("export{")
+        || lower.starts_with("export*")
+        || lower.starts_with("import*")
+    {
+        return false;
+    }
+    if prose.contains(['{', '}'])
+        || lower.contains("--8<--")
+        || lower.contains("!include")
+        || lower.contains("@include")
+        || lower.trim_start().starts_with("<<<")
+    {
+        return false;
+    }
+    plain_html(&prose)
+}
+
+/// Whether every `<` of a line starts an autolink or a formatting tag
+/// whose attributes are static (no `:bind`, `@event`, `v-`, `on…`).
+fn plain_html(text: &str) -> bool {
+    static TAG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r#"^<(/?)([A-Za-z][A-Za-z0-9]*)((?:\s+[A-Za-z][A-Za-z0-9-]*(?:\s*=\s*(?:"[^"<>]*"|'[^'<>]*'|[A-Za-z0-9_.%/-]+))?)*)\s*/?>"#,
+        )
+        .unwrap()
+    });
+    static ATTR: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\s+([A-Za-z][A-Za-z0-9-]*)").unwrap());
+    static AUTOLINK: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"^<(https?://|mailto:)[^\s<>]*>").unwrap());
+    let mut rest = text;
+    while let Some(at) = rest.find('<') {
+        let tail = &rest[at..];
+        let next = tail[1..].chars().next();
+        // `a < b`, `<-`, `<=`: text.
+        if !next.is_some_and(|c| c.is_ascii_alphabetic() || "!?/".contains(c)) {
+            rest = &tail[1..];
+            continue;
+        }
+        if let Some(link) = AUTOLINK.find(tail) {
+            rest = &tail[link.end()..];
+            continue;
+        }
+        // A comment is inert (`<!-- prettier-ignore -->`) unless it
+        // carries an include (`<!--@include: …-->`) or markup.
+        if let Some(body) = tail.strip_prefix("<!--") {
+            let Some(end) = body.find("-->") else {
+                return false;
+            };
+            let inner = body[..end].to_lowercase();
+            if inner.contains(['@', '<', '>']) || inner.contains("include") {
+                return false;
+            }
+            rest = &body[end + 3..];
+            continue;
+        }
+        let Some(tag) = TAG.captures(tail) else {
+            return false;
+        };
+        let name = tag[2].to_lowercase();
+        if !PLAIN_TAGS.contains(&name.as_str()) {
+            return false;
+        }
+        for attr in ATTR.captures_iter(&tag[3]) {
+            let attr = attr[1].to_lowercase();
+            if attr.starts_with("on") || attr.starts_with("v-") {
+                return false;
+            }
+        }
+        rest = &tail[tag.get(0).unwrap().end()..];
+    }
+    true
 }
 
 /// A line with its inline code spans (`` `…` ``) taken out.
@@ -185,11 +398,12 @@ fn without_code_spans(line: &str) -> String {
     out
 }
 
-fn rst(text: &str, added: &mut dyn FnMut(&str) -> bool) -> Option<usize> {
-    for (n, line) in text.lines().enumerate() {
-        if !added(line) {
-            continue;
-        }
+/// A reStructuredText text's directive lines but the layout ones,
+/// numbered. Literal blocks are not told apart: a directive in one counts
+/// (what is unsure is judged).
+fn rst(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         let Some(rest) = trimmed.strip_prefix("..") else {
             continue;
@@ -202,17 +416,16 @@ fn rst(text: &str, added: &mut dyn FnMut(&str) -> bool) -> Option<usize> {
         let name = head.split_whitespace().last().unwrap_or("").to_lowercase();
         let name = name.rsplit(':').next().unwrap_or(&name);
         if name.is_empty() || !PLAIN_RST_DIRECTIVES.contains(&name) {
-            return Some(n + 1);
+            out.push((i + 1, line.to_owned()));
         }
     }
-    None
+    out
 }
 
-fn adoc(text: &str, added: &mut dyn FnMut(&str) -> bool) -> Option<usize> {
-    for (n, line) in text.lines().enumerate() {
-        if !added(line) {
-            continue;
-        }
+/// An AsciiDoc text's block macros but media, numbered.
+fn adoc(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
         let Some((name, _)) = line.trim_start().split_once("::") else {
             continue;
         };
@@ -221,80 +434,154 @@ fn adoc(text: &str, added: &mut dyn FnMut(&str) -> bool) -> Option<usize> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if is_macro && !PLAIN_ADOC_MACROS.contains(&name.to_lowercase().as_str()) {
-            return Some(n + 1);
+            out.push((i + 1, line.to_owned()));
         }
     }
-    None
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn md(before: Option<&str>, after: &str) -> Option<usize> {
+        runs_as_code(Some("md"), before, after)
+    }
+
     #[test]
-    fn markdown_that_builders_run_is_found_in_what_is_added() {
+    fn markdown_that_builders_run_or_include_is_held() {
         let held = [
             "import {execSync} from 'child_process';\n",
             "export const out = execSync('id');\n",
-            "# Intro\n\n<script setup>\nimport { execSync } from 'node:child_process'\n</script>\n",
+            "export\tconst out = 1\n",
+            "# Intro\n\n<script setup>\nx\n</script>\n",
             "Result: {require('fs').readFileSync('/etc/passwd')}\n",
             "{{ cycler.__init__.__globals__.os.popen('id').read() }}\n",
             "```{code-cell} python\nimport os\n```\n",
+            "```python exec=\"on\"\nimport os\n```\n",
             ":::{exec}\nid\n:::\n",
             "<SCRIPT>alert(1)</SCRIPT>\n",
+            "<span :title=\"process\">hi</span>\n",
+            "<span v-if=\"x\">hi</span>\n",
+            "<img src=x onerror=\"alert(1)\">\n",
+            "<Tabs>\n",
+            "<!--@include: ../.git/config-->\n",
+            "<!-- include ../x -->\n",
+            "<!-- unclosed\n",
+            "--8<-- \".git/config\"\n",
+            "<<< ../.git/config\n",
+            "---js\nrequire('child_process')\n---\n# Page\n",
         ];
         for text in held {
-            assert!(runs_as_code("md", None, text).is_some(), "{text:?}");
+            assert!(md(None, text).is_some(), "{text:?}");
         }
         let plain = [
             "# Guide\n\nRun `pytest -k {name}` and see `{}`.\n",
             "```js\nexport const x = {a: 1};\nimport y from 'y';\n```\n",
             "~~~~\n{ \"json\": true }\n~~~~\n",
             "Use ``a `{}` b`` here.\n",
-            "Plain text with <em>html</em>.\n",
+            "Plain text with <em>html</em> and <a href=\"https://x.example\">a link</a>.\n",
+            "<p align=\"center\"><img src=\"logo.png\" width=\"100\"></p>\n",
+            "See <https://example.com/x> and a < b.\n",
+            "<!-- prettier-ignore -->\n```jsx\n<div {...x} />\n```\n",
+            "---\ntitle: {weird: yaml}\n---\n# Page\n",
+            "+++\ntitle = \"x\"\n+++\n# Page\n",
         ];
         for text in plain {
-            assert_eq!(runs_as_code("md", None, text), None, "{text:?}");
+            assert_eq!(md(None, text), None, "{text:?}");
         }
-        // What the base had is not held again: an edit beside existing
-        // MDX that adds none passes; one that adds some is held.
-        let base = "import X from './x';\n\n# Page\n\n<X />\n";
-        let edited = "import X from './x';\n\n# Page, renamed\n\n<X />\n";
-        assert_eq!(runs_as_code("md", Some(base), edited), None);
-        let more = "import X from './x';\nimport Y from 'child_process';\n\n# Page\n\n<X />\n";
-        assert_eq!(runs_as_code("md", Some(base), more), Some(2));
+        // What the base had outside code stays judged by the base's
+        // review: an edit beside existing MDX that adds none passes.
+        let base = "import X from './x';\n\n# Page\n\nText.\n";
+        assert_eq!(
+            md(
+                Some(base),
+                "import X from './x';\n\n# Page, renamed\n\nText.\n"
+            ),
+            None
+        );
+        assert_eq!(
+            md(
+                Some(base),
+                "import X from './x';\nimport Y from 'child_process';\n\n# Page\n"
+            ),
+            Some(2)
+        );
+    }
+
+    /// Red-team round 4, H1: whether a line is code depends on the lines
+    /// around it; the whole file's structure is judged.
+    #[test]
+    fn changing_what_is_code_around_existing_lines_is_held() {
+        let base = "# Example\n\n```mdx\nexport const data = require('child_process').execSync('id');\n```\n";
+        // Deleting the fences only.
+        assert!(md(
+            Some(base),
+            "# Example\n\nexport const data = require('child_process').execSync('id');\n"
+        )
+        .is_some());
+        // Closing the block early.
+        assert!(md(Some(base), "# Example\n\n```mdx\n```\nexport const data = require('child_process').execSync('id');\n```\n").is_some());
+        // A plain line continuing an existing module block.
+        let tabs = "import Tabs from '@theme/Tabs';\n\n# Page\n";
+        assert_eq!(
+            md(Some(tabs), "import Tabs from '@theme/Tabs';\nconst cp = require('child_process'); cp.execSync('id');\n\n# Page\n"),
+            Some(2)
+        );
+        // What CommonMark does not call a fence is not code.
+        assert!(md(None, "    ```js\n\nexport const x = 1;\n\n    ```\n").is_some());
+        assert!(md(None, "```js```\nexport const x = 1;\n```\n").is_some());
+        // Moving a fence without changing what is code passes.
+        assert_eq!(md(Some(base), "# Example, again\n\n```mdx\nexport const data = require('child_process').execSync('id');\n```\n"), None);
     }
 
     #[test]
-    fn rst_directives_that_run_or_read_are_held_and_layout_is_not() {
-        for text in [
-            ".. ipython:: python\n\n   import os\n",
-            ".. plot::\n\n   import os\n",
-            ".. program-output:: id\n",
-            ".. literalinclude:: /etc/passwd\n",
-            ".. include:: ../.git/config\n",
-            ".. raw:: html\n\n   <script>x</script>\n",
-            ".. |x| program-output:: id\n",
-            ".. jupyter-execute::\n",
-        ] {
-            assert!(runs_as_code("rst", None, text).is_some(), "{text:?}");
+    fn rst_and_txt_directives_that_run_or_read_are_held_and_layout_is_not() {
+        for ext in ["rst", "txt"] {
+            for text in [
+                ".. ipython:: python\n\n   import os\n",
+                ".. plot::\n\n   import os\n",
+                ".. program-output:: id\n",
+                ".. literalinclude:: /etc/passwd\n",
+                ".. include:: ../.git/config\n",
+                ".. raw:: html\n\n   <script>x</script>\n",
+                ".. |x| program-output:: id\n",
+                ".. jupyter-execute::\n",
+            ] {
+                assert!(
+                    runs_as_code(Some(ext), None, text).is_some(),
+                    "{ext}: {text:?}"
+                );
+            }
+            for text in [
+                "Title\n=====\n\n.. note::\n\n   Careful.\n\n.. code-block:: python\n\n   import os\n",
+                ".. _label:\n\n.. a comment\n\n.. autofunction:: pytest.raises\n",
+                ".. |logo| image:: logo.png\n",
+                ".. versionadded:: 8.0\n",
+            ] {
+                assert_eq!(runs_as_code(Some(ext), None, text), None, "{ext}: {text:?}");
+            }
         }
-        for text in [
-            "Title\n=====\n\n.. note::\n\n   Careful.\n\n.. code-block:: python\n\n   import os\n",
-            ".. _label:\n\n.. a comment\n\n.. autofunction:: pytest.raises\n",
-            ".. |logo| image:: logo.png\n",
-            ".. versionadded:: 8.0\n",
-        ] {
-            assert_eq!(runs_as_code("rst", None, text), None, "{text:?}");
-        }
+        // A directive the base had, kept, is not judged again.
+        let base = ".. confval:: x\n\nText.\n";
+        assert_eq!(
+            runs_as_code(Some("rst"), Some(base), ".. confval:: x\n\nMore text.\n"),
+            None
+        );
     }
 
     #[test]
     fn asciidoc_block_macros_other_than_media_are_held() {
-        assert!(runs_as_code("adoc", None, "include::../.git/config[]\n").is_some());
+        assert!(runs_as_code(Some("adoc"), None, "include::../.git/config[]\n").is_some());
         assert_eq!(
-            runs_as_code("adoc", None, "= Title\n\nimage::logo.png[]\n"),
+            runs_as_code(Some("adoc"), None, "= Title\n\nimage::logo.png[]\n"),
             None
         );
+    }
+
+    #[test]
+    fn a_documentation_name_without_an_extension_is_read_as_markdown() {
+        assert!(runs_as_code(None, None, "export const x = 1\n").is_some());
+        assert_eq!(runs_as_code(None, None, "Read me.\n"), None);
     }
 }

@@ -69,6 +69,13 @@ pub trait Contents {
     fn is_project_root(&self, _dir: &str) -> bool {
         false
     }
+    /// Whether the base tree's directory `dir` already holds a file of
+    /// kind `ext` that a documentation builder would run (Markdown that
+    /// is not plain, a template): a corpus of them, a formatter's
+    /// fixtures. Not known: no.
+    fn had_code_kind(&self, _dir: &str, _ext: &str) -> bool {
+        false
+    }
 }
 
 /// Why a path is ordinary.
@@ -356,10 +363,16 @@ fn built_in(
     // documentation of any name (a design note, a Markdown test), but for
     // the names that instruct agents, held above.
     if doc_name || (doc_ext && !dirs.is_empty()) {
-        // A Markdown formatter's fixtures are any Markdown: a project's
-        // own test directory is no documentation builder's input.
-        let built = change.status != Status::Deleted && !in_project_tests(change, path, contents);
-        if let (Some(ext), true) = (ext, built) {
+        // Every documentation file is judged, in test directories too
+        // (red-team round 4: a site generator's input may be one), and a
+        // documentation name without an extension as Markdown. A
+        // deletion leaves nothing to run.
+        // In a project's own test directory whose base already holds such
+        // files (a Markdown formatter's fixtures), they are its data.
+        let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let corpus = in_project_tests(change, path, contents)
+            && contents.had_code_kind(dir, ext.unwrap_or(""));
+        if change.status != Status::Deleted && !corpus {
             let text =
                 |bytes: Option<Vec<u8>>| bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
             // Unreadable (past what the gate reads): not known plain.
@@ -370,6 +383,17 @@ fn built_in(
             }
         }
         return Ok(Ordinary::Documentation);
+    }
+    // Templates run code when rendered (Nunjucks, Pug, Handlebars, MDX):
+    // data only in a project's own test directory whose base already
+    // holds files of their kind (a formatter's fixtures, red-team round
+    // 4); held anywhere else, as kinds the gate does not know.
+    if let Some(e) = ext.filter(|e| TEMPLATE_EXTENSIONS.contains(e)) {
+        let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        if in_project_tests(change, path, contents) && contents.had_kind(dir, e) {
+            return Ok(Ordinary::TestData);
+        }
+        return Err(Held::Unknown(Some(e.to_owned())));
     }
     let data = ext.is_some_and(|e| TEST_DATA_EXTENSIONS.contains(&e));
     if under(TEST_DIRS) && data {
@@ -390,6 +414,19 @@ fn built_in(
     }
     Err(Held::Unknown(ext.map(str::to_owned)))
 }
+
+/// Template languages: code when rendered.
+const TEMPLATE_EXTENSIONS: &[&str] = &[
+    "mdx",
+    "njk",
+    "pug",
+    "hbs",
+    "handlebars",
+    "liquid",
+    "astro",
+    "marko",
+    "mjml",
+];
 
 /// Formats tools read their configuration in.
 const CONFIGURATION_FORMATS: &[&str] = &["json", "jsonc", "json5", "yaml", "yml", "xml", "toml"];

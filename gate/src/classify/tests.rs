@@ -7,9 +7,8 @@ impl Contents for NoContents {
     }
     fn after(&self, path: &str) -> Option<Vec<u8>> {
         // Documentation reads as a plain page; other kinds as unreadable.
-        [".md", ".rst", ".txt"]
-            .iter()
-            .any(|e| path.ends_with(e))
+        let name = path.rsplit('/').next().unwrap_or(path);
+        ([".md", ".rst", ".txt"].iter().any(|e| path.ends_with(e)) || !name.contains('.'))
             .then(|| b"A page.\n".to_vec())
     }
     fn had_kind(&self, _: &str, _: &str) -> bool {
@@ -231,9 +230,8 @@ impl Contents for Base {
     }
     fn after(&self, path: &str) -> Option<Vec<u8>> {
         // Documentation reads as a plain page; other kinds as unreadable.
-        [".md", ".rst", ".txt"]
-            .iter()
-            .any(|e| path.ends_with(e))
+        let name = path.rsplit('/').next().unwrap_or(path);
+        ([".md", ".rst", ".txt"].iter().any(|e| path.ends_with(e)) || !name.contains('.'))
             .then(|| b"A page.\n".to_vec())
     }
     fn had_kind(&self, dir: &str, ext: &str) -> bool {
@@ -556,8 +554,9 @@ fn what_red_team_round_three_found_is_held() {
         "# Home\n\n<script setup>\nimport { execSync } from 'node:child_process'\n</script>\n",
     );
     assert!(classify(&modified("website/docs/index.md"), &RepoRules::none(), &vue).is_held());
-    // A Markdown formatter's fixtures in its own test directory.
-    assert!(!classify(
+    // In a test directory too (red-team round 4: a site generator's
+    // input may be one).
+    assert!(classify(
         &added("tests/format/markdown/x.md"),
         &RepoRules::none(),
         &mdx
@@ -565,4 +564,58 @@ fn what_red_team_round_three_found_is_held() {
     .is_held());
     let prose = Page("# Home\n\nRun `make {target}`.\n");
     assert!(!classify(&modified("docs/index.md"), &RepoRules::none(), &prose).is_held());
+}
+
+/// Red-team round 4 (issue 25): templates in a project's test directory
+/// are code unless the directory already holds their kind (a formatter's
+/// fixtures); Markdown in a test directory is judged (a site generator's
+/// input may be one). What the markup and the references missed is in
+/// `markup.rs` and `imports.rs`.
+#[test]
+fn what_red_team_round_four_found_is_held() {
+    let base = Base(&[
+        "tests:py",
+        "docs/site:manifest",
+        "tests/format/handlebars:hbs",
+    ]);
+    for path in [
+        "tests/page.njk",
+        "tests/page.pug",
+        "docs/x.mdx",
+        "tests/x.liquid",
+    ] {
+        let verdict = classify(&added(path), &RepoRules::none(), &base);
+        assert!(verdict.is_held(), "{path}: {verdict}");
+    }
+    let verdict = classify(
+        &modified("tests/format/handlebars/case.hbs"),
+        &RepoRules::none(),
+        &base,
+    );
+    assert!(!verdict.is_held(), "{verdict}");
+    struct Page(&'static str);
+    impl Contents for Page {
+        fn before(&self, _: &str) -> Option<Vec<u8>> {
+            None
+        }
+        fn after(&self, _: &str) -> Option<Vec<u8>> {
+            Some(self.0.as_bytes().to_vec())
+        }
+        fn had_kind(&self, _: &str, _: &str) -> bool {
+            true
+        }
+        fn imported_by_agents(&self, _: &str) -> bool {
+            false
+        }
+        fn is_project_root(&self, dir: &str) -> bool {
+            dir == "docs/site"
+        }
+    }
+    let vue = Page("<span :title=\"process\">hi</span>\n");
+    for path in ["docs/site/test/page.md", "tests/page.md", "docs/guide.md"] {
+        assert!(
+            classify(&added(path), &RepoRules::none(), &vue).is_held(),
+            "{path}"
+        );
+    }
 }

@@ -1,0 +1,129 @@
+//! docs/architecture.md says what each crate may stand on; `cargo
+//! metadata` says what it does. A crate that gains a dependency the
+//! table does not allow, or a table row the manifests no longer need,
+//! fails here (issue 27). And the bottom of the graph stays light: the
+//! store and the shared types compile no forge client, git or sandbox.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn metadata(no_deps: bool) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root);
+    if no_deps {
+        command.arg("--no-deps");
+    }
+    let out = command.output().expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The table between the `dependencies` markers.
+fn allowed() -> BTreeMap<String, BTreeSet<String>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let start = doc
+        .find("<!-- dependencies: start -->")
+        .expect("the start marker");
+    let end = doc
+        .find("<!-- dependencies: end -->")
+        .expect("the end marker");
+    let mut table = BTreeMap::new();
+    for line in doc[start..end]
+        .lines()
+        .filter(|l| l.starts_with("| forgehand-"))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let deps = if cells[1] == "nothing of the workspace" {
+            BTreeSet::new()
+        } else {
+            cells[1].split(", ").map(str::to_owned).collect()
+        };
+        table.insert(cells[0].to_owned(), deps);
+    }
+    table
+}
+
+#[test]
+fn each_crate_stands_on_what_the_architecture_allows() {
+    let meta = metadata(true);
+    let mut actual = BTreeMap::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let deps: BTreeSet<String> = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null() || d["kind"] == "build")
+            .filter_map(|d| d["name"].as_str())
+            .filter(|name| name.starts_with("forgehand-"))
+            .map(str::to_owned)
+            .collect();
+        actual.insert(package["name"].as_str().unwrap().to_owned(), deps);
+    }
+    assert_eq!(
+        actual,
+        allowed(),
+        "cargo metadata (left) and docs/architecture.md's table (right) differ"
+    );
+}
+
+#[test]
+fn the_store_and_the_types_compile_no_forge_client_git_or_sandbox() {
+    let meta = metadata(false);
+    let nodes = meta["resolve"]["nodes"].as_array().unwrap();
+    let name_of = |id: &str| -> String {
+        meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["id"] == id)
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    for root in ["forgehand-store", "forgehand-types"] {
+        let start = nodes
+            .iter()
+            .find(|n| name_of(n["id"].as_str().unwrap()) == root)
+            .unwrap();
+        let mut seen = BTreeSet::new();
+        let mut queue = vec![start["id"].as_str().unwrap().to_owned()];
+        while let Some(id) = queue.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let node = nodes.iter().find(|n| n["id"] == id.as_str()).unwrap();
+            for dep in node["deps"].as_array().unwrap() {
+                let normal = dep["dep_kinds"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|k| k["kind"].is_null() || k["kind"] == "build");
+                if normal {
+                    queue.push(dep["pkg"].as_str().unwrap().to_owned());
+                }
+            }
+        }
+        let names: BTreeSet<String> = seen.iter().map(|id| name_of(id)).collect();
+        for heavy in [
+            "octocrab",
+            "git2",
+            "libgit2-sys",
+            "forgehand-forge",
+            "forgehand-gate",
+            "forgehand-sandbox",
+        ] {
+            assert!(!names.contains(heavy), "{root} compiles {heavy}");
+        }
+    }
+}
