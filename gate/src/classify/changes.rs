@@ -136,9 +136,10 @@ pub fn holds_manifest(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> bo
     })
 }
 
-/// Whether `tree`'s directory `dir` holds a file of kind `ext` a
-/// documentation builder would run: a template, or documentation that is
-/// not plain (at most 64 files read, each as far as the gate reads).
+/// Whether `tree`'s directory `dir`, at any depth, holds a file of kind
+/// `ext` a documentation builder would run: documentation that is not
+/// plain (bounded: 20,000 entries walked, 64 files read, each as far as
+/// the gate reads).
 pub fn had_code_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) -> bool {
     let Some(sub) = tree
         .get_path(Path::new(dir))
@@ -149,23 +150,25 @@ pub fn had_code_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &
         return false;
     };
     let suffix = format!(".{ext}");
-    let documentation = super::known::DOC_EXTENSIONS.contains(&ext);
-    sub.iter()
-        .filter(|entry| entry.kind() == Some(git2::ObjectType::Blob))
-        .filter(|entry| {
-            super::names::fold(&String::from_utf8_lossy(entry.name_bytes())).ends_with(&suffix)
-        })
-        .take(64)
-        .any(|entry| {
-            if !documentation {
-                return true;
-            }
-            let Ok(blob) = repo.find_blob(entry.id()) else {
-                return false;
-            };
+    let (mut walked, mut read, mut found) = (0usize, 0usize, false);
+    let _ = sub.walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+        walked += 1;
+        if found || walked > 20_000 || read >= 64 {
+            return git2::TreeWalkResult::Abort;
+        }
+        let name = super::names::fold(&String::from_utf8_lossy(entry.name_bytes()));
+        if entry.kind() != Some(git2::ObjectType::Blob) || !name.ends_with(&suffix) {
+            return git2::TreeWalkResult::Ok;
+        }
+        read += 1;
+        if let Ok(blob) = repo.find_blob(entry.id()) {
             let bytes = &blob.content()[..blob.size().min(MAX_READ as usize)];
-            super::markup::runs_as_code(Some(ext), None, &String::from_utf8_lossy(bytes)).is_some()
-        })
+            found = super::markup::runs_as_code(Some(ext), None, &String::from_utf8_lossy(bytes))
+                .is_some();
+        }
+        git2::TreeWalkResult::Ok
+    });
+    found
 }
 
 impl Contents for WorkingContents<'_> {

@@ -122,7 +122,14 @@ pub fn agent_imports(repo: &Repository, tree: &Tree<'_>) -> Imported {
             continue;
         };
         let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir);
+        // A settings file (`.aider.conf.yml`'s `read:`, `.crush.json`'s
+        // `context_paths`, `opencode.json`'s `instructions`) names what
+        // the agent loads, whatever its kind.
+        let settings = FoldedPath::new(&path)
+            .extension()
+            .is_some_and(|e| AGENT_FILE_EXTENSIONS.contains(&e) && e != "mdc");
         for (word, marked) in references(&text) {
+            let marked = marked || settings;
             // Relative to the file (`@./x.md`, a Markdown link) and to
             // the root (`instructions`, `#file:`): both count.
             for base in [dir, ""] {
@@ -201,6 +208,14 @@ pub fn references(text: &str) -> Vec<(String, bool)> {
                 return None;
             }
             let word = word.split(['#', '?']).next().unwrap_or(word);
+            // `docs\guide.md`, `/docs/guide.md` (from the root),
+            // `${workspaceFolder}/docs/guide.md`, `docs/my\_guide.md`.
+            let word = word.replace("\\_", "_").replace('\\', "/");
+            let word = match word.find("}/") {
+                Some(at) if word.starts_with("${") => word[at + 2..].to_owned(),
+                _ => word,
+            };
+            let word = word.trim_start_matches('/');
             let word = decoded(word);
             let word = word.trim_matches(|c: char| !(c.is_alphanumeric() || "/._-*~".contains(c)));
             let word = strip_line(word).trim_end_matches('.');
@@ -357,14 +372,18 @@ mod tests {
             ),
             ("AGENTS.md", "See @docs/guides/*.md\n"),
             ("docs/oc/a.md", "x\n"),
-            (".aider.conf.yml", "read: [docs/aider-read.md]\n"),
+            (
+                ".aider.conf.yml",
+                "read: [docs/aider-read.md, src/conventions.py]\n",
+            ),
             (
                 ".crush.json",
                 "{\"options\":{\"context_paths\":[\"docs/crush.md\"]}}\n",
             ),
             (
                 "CLAUDE.md",
-                "@docs/NOTICE @src/pkg/m1.py @docs/ai/ [a](docs/anchor.md#setup) see crates/x\n",
+                "@docs/NOTICE @src/pkg/m1.py @docs/ai/ [a](docs/anchor.md#setup) see crates/x \
+                 /docs/rooted.md docs\\back.md ${workspaceFolder}/docs/ws.md\n",
             ),
             ("crates/x/README.md", "x\n"),
             ("docs/NOTICE", "x\n"),
@@ -399,6 +418,10 @@ mod tests {
             "docs/ai/one.txt",
             "docs/ai/new.md",
             "docs/anchor.md",
+            "src/conventions.py",
+            "docs/rooted.md",
+            "docs/back.md",
+            "docs/ws.md",
         ] {
             assert!(found.contains(named), "{named} is not found named");
         }

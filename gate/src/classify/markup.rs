@@ -109,6 +109,7 @@ const PLAIN_ADOC_MACROS: &[&str] = &["image", "video", "audio", "toc"];
 /// and the line is the agent's text.
 pub fn runs_as_code(ext: Option<&str>, before: Option<&str>, after: &str) -> Option<usize> {
     let judge = |text: &str| -> Vec<(usize, String)> {
+        let text = &normalized(text);
         match ext {
             None | Some("md" | "markdown") => markdown(text),
             Some("rst" | "txt") => rst(text),
@@ -133,6 +134,23 @@ pub fn runs_as_code(ext: Option<&str>, before: Option<&str>, after: &str) -> Opt
         }
     }
     None
+}
+
+/// The text as the most liberal reader splits it: every character any
+/// builder's parser takes for a line break (a lone CR for MDX and
+/// Python-Markdown; `\x1c`–`\x1e`, NEL, U+2028 and U+2029 for docutils)
+/// is one, and byte-order marks and NULs are gone (MDX and gray-matter
+/// strip a leading mark: red-team round 5 hid line 1 behind one).
+fn normalized(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .chars()
+        .filter(|c| !matches!(c, '\u{feff}' | '\0'))
+        .map(|c| match c {
+            '\r' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => '\n',
+            c => c,
+        })
+        .collect()
 }
 
 /// A Markdown text's lines that are not plain, outside code, numbered.
@@ -173,11 +191,19 @@ fn markdown(text: &str) -> Vec<(usize, String)> {
         if let Some((ch, len)) = fence {
             if closes(line, ch, len) {
                 fence = None;
+            } else if line.contains("{{") || line.contains("{%") || line.contains("{#") {
+                // mkdocs-macros renders the raw page, code included.
+                out.push((n, (*line).to_owned()));
             }
             continue;
         }
-        if let Some((ch, len, info)) = opens(line) {
-            flush(&mut paragraph, &mut tainted, &mut out);
+        // Only a fence that CommonMark cannot read otherwise makes code:
+        // at the first column, at the top level, after a blank line (not
+        // inside a list item, a quote or an HTML block, which may close
+        // it or swallow its opener: red-team round 5). Any other fence
+        // line is prose, and judged.
+        let top = paragraph.is_empty();
+        if let (Some((ch, len, info)), true) = (opens(line), top && !line.starts_with(' ')) {
             if !plain_info(info) {
                 out.push((n, (*line).to_owned()));
             }
@@ -186,6 +212,16 @@ fn markdown(text: &str) -> Vec<(usize, String)> {
         }
         if line.trim().is_empty() {
             flush(&mut paragraph, &mut tainted, &mut out);
+            continue;
+        }
+        // A whole comment on a line of its own, at the top level, is an
+        // HTML block that ends on that line (`<!-- prettier-ignore -->`
+        // before a fence).
+        let trimmed = line.trim_end();
+        if paragraph.is_empty() && trimmed.starts_with("<!--") && trimmed.ends_with("-->") {
+            if !plain_markdown(line) {
+                out.push((n, (*line).to_owned()));
+            }
             continue;
         }
         paragraph.push((n, line));
@@ -218,11 +254,7 @@ fn opens(line: &str) -> Option<(char, usize, &str)> {
 
 /// Whether `line` closes a fence of `len` `ch`s.
 fn closes(line: &str, ch: char, len: usize) -> bool {
-    let indent = line.len() - line.trim_start_matches(' ').len();
-    if indent > 3 {
-        return false;
-    }
-    let rest = &line[indent..];
+    let rest = line;
     let run = rest.chars().take_while(|c| *c == ch).count();
     run >= len && rest[run..].trim().is_empty()
 }
@@ -308,7 +340,8 @@ fn plain_markdown(line: &str) -> bool {
     {
         return false;
     }
-    if prose.contains(['{', '}'])
+    if has_entity(&prose)
+        || prose.contains(['{', '}'])
         || lower.contains("--8<--")
         || lower.contains("!include")
         || lower.contains("@include")
@@ -317,6 +350,23 @@ fn plain_markdown(line: &str) -> bool {
         return false;
     }
     plain_html(&prose)
+}
+
+/// Whether a line holds a character reference other than the few that
+/// stand for themselves in text: `&#123;` and `&lbrace;` are braces to
+/// whatever renders the HTML (VitePress compiles it as a Vue template).
+fn has_entity(text: &str) -> bool {
+    static ENTITY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);?").unwrap()
+    });
+    const PLAIN: &[&str] = &[
+        "amp", "lt", "gt", "quot", "apos", "nbsp", "mdash", "ndash", "hellip", "copy", "reg",
+        "trade", "times", "middot", "laquo", "raquo", "rarr", "larr",
+    ];
+    ENTITY.captures_iter(text).any(|c| {
+        let name = &c[1];
+        name.starts_with('#') || !PLAIN.contains(&name.to_ascii_lowercase().as_str())
+    })
 }
 
 /// Whether every `<` of a line starts an autolink or a formatting tag
@@ -422,10 +472,54 @@ fn rst(text: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// An AsciiDoc text's block macros but media, numbered.
+/// AsciiDoc document attributes that only lay the page out (others
+/// change what is read: `:data-uri:` embeds what `image::` names).
+const PLAIN_ADOC_ATTRIBUTES: &[&str] = &[
+    "toc",
+    "toclevels",
+    "toc-title",
+    "icons",
+    "sectnums",
+    "sectanchors",
+    "sectlinks",
+    "source-highlighter",
+    "idprefix",
+    "idseparator",
+    "author",
+    "email",
+    "revnumber",
+    "revdate",
+    "revremark",
+    "description",
+    "keywords",
+    "lang",
+    "experimental",
+    "nofooter",
+    "notitle",
+    "hide-uri-scheme",
+    "linkattrs",
+    "listing-caption",
+    "figure-caption",
+    "table-caption",
+];
+
+/// An AsciiDoc text's block macros but media, and its attribute entries
+/// but layout ones, numbered.
 fn adoc(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
+        if let Some(rest) = line.strip_prefix(':') {
+            let name = rest
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim_start_matches('!')
+                .trim_end_matches('!');
+            if !PLAIN_ADOC_ATTRIBUTES.contains(&name.to_lowercase().as_str()) {
+                out.push((i + 1, line.to_owned()));
+            }
+            continue;
+        }
         let Some((name, _)) = line.trim_start().split_once("::") else {
             continue;
         };
@@ -471,6 +565,18 @@ mod tests {
             "--8<-- \".git/config\"\n",
             "<<< ../.git/config\n",
             "---js\nrequire('child_process')\n---\n# Page\n",
+            // Red-team round 5: line breaks no LF marks, a byte-order
+            // mark, fences a container closes or an HTML block swallows,
+            // character references, Jinja inside code.
+            "# A\rexport const x = 1\n",
+            "# A\u{2028}export const x = 1\n",
+            "\u{feff}export const x = 1\n",
+            "\u{feff}---js\nx\n---\n",
+            "- item\n\n  ```js\n\nexport const x = 1\n\n  ```\n",
+            "<p>\n```js\n</p>\n\n<script setup>\nx\n</script>\n\n```\n",
+            "&#123;&#123; x &#125;&#125;\n",
+            "&lbrace;&lbrace; x &rbrace;&rbrace;\n",
+            "```python\n{{ cycler.__init__ }}\n```\n",
         ];
         for text in held {
             assert!(md(None, text).is_some(), "{text:?}");
@@ -573,6 +679,17 @@ mod tests {
     #[test]
     fn asciidoc_block_macros_other_than_media_are_held() {
         assert!(runs_as_code(Some("adoc"), None, "include::../.git/config[]\n").is_some());
+        assert!(runs_as_code(
+            Some("adoc"),
+            None,
+            ":data-uri:\n\nimage::../.git/config[]\n"
+        )
+        .is_some());
+        assert!(runs_as_code(Some("rst"), None, "Title\r.. program-output:: id\n").is_some());
+        assert_eq!(
+            runs_as_code(Some("adoc"), None, "= T\n:toc:\n\nText.\n"),
+            None
+        );
         assert_eq!(
             runs_as_code(Some("adoc"), None, "= Title\n\nimage::logo.png[]\n"),
             None

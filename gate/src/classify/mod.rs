@@ -69,9 +69,9 @@ pub trait Contents {
     fn is_project_root(&self, _dir: &str) -> bool {
         false
     }
-    /// Whether the base tree's directory `dir` already holds a file of
-    /// kind `ext` that a documentation builder would run (Markdown that
-    /// is not plain, a template): a corpus of them, a formatter's
+    /// Whether the base tree's directory `dir`, at any depth, already
+    /// holds a file of kind `ext` that a documentation builder would run
+    /// (Markdown that is not plain): a corpus of them, a formatter's
     /// fixtures. Not known: no.
     fn had_code_kind(&self, _dir: &str, _ext: &str) -> bool {
         false
@@ -368,10 +368,10 @@ fn built_in(
         // documentation name without an extension as Markdown. A
         // deletion leaves nothing to run.
         // In a project's own test directory whose base already holds such
-        // files (a Markdown formatter's fixtures), they are its data.
-        let dir = change.path.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let corpus = in_project_tests(change, path, contents)
-            && contents.had_code_kind(dir, ext.unwrap_or(""));
+        // files somewhere beneath (a Markdown formatter's fixtures), they
+        // are its data: a site generator's input would have built those.
+        let corpus = project_tests(change, path, contents)
+            .is_some_and(|tests| contents.had_code_kind(&tests, ext.unwrap_or("")));
         if change.status != Status::Deleted && !corpus {
             let text =
                 |bytes: Option<Vec<u8>>| bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -435,14 +435,25 @@ const CONFIGURATION_FORMATS: &[&str] = &["json", "jsonc", "json5", "yaml", "yml"
 /// directory at the root of the tree or of a project (a directory whose
 /// base holds a manifest), not one nested in what another tool scans.
 fn in_project_tests(change: &PathChange, path: &FoldedPath, contents: &dyn Contents) -> bool {
+    project_tests(change, path, contents).is_some()
+}
+
+/// The project's own test directory `path` lies in, as the change
+/// writes it (`tests`, `packages/web/__tests__`).
+fn project_tests(
+    change: &PathChange,
+    path: &FoldedPath,
+    contents: &dyn Contents,
+) -> Option<String> {
     // The base tree is looked up by the names as written.
     let raw: Vec<&str> = change.path.split('/').collect();
     if raw.len() != path.components.len() {
-        return false;
+        return None;
     }
-    path.dirs().iter().enumerate().any(|(i, dir)| {
-        TEST_DIRS.contains(&dir.as_str())
-            && (i == 0 || contents.is_project_root(&raw[..i].join("/")))
+    path.dirs().iter().enumerate().find_map(|(i, dir)| {
+        (TEST_DIRS.contains(&dir.as_str())
+            && (i == 0 || contents.is_project_root(&raw[..i].join("/"))))
+        .then(|| raw[..=i].join("/"))
     })
 }
 
