@@ -28,3 +28,4 @@ pub use forgehand_store as store;
 pub mod telemetry;
 pub mod time;
 pub mod trigger;
+pub mod webhook_secrets;

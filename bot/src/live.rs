@@ -11,8 +11,8 @@ use crate::config::Config;
 use crate::github_app::StoredApp;
 use crate::job::JobResult;
 use crate::queue::{JobContext, JobError, JobHandler};
-use crate::server::SecretSet;
 use crate::store::ClaimedJob;
+use crate::webhook_secrets::SecretSet;
 
 /// Makes a node's job handler from a configuration.
 pub type Rebuild = Arc<dyn Fn(&Config) -> anyhow::Result<Arc<dyn JobHandler>> + Send + Sync>;

@@ -125,3 +125,22 @@ fn the_store_and_the_types_compile_no_forge_client_git_or_sandbox() {
         }
     }
 }
+
+/// No cycle among a crate's top-level modules (`scripts/module_cycles.py`
+/// reads the `crate::` paths outside tests and comments): three in the
+/// bot before issue 27 (config and github_app, agent and environment,
+/// live and server).
+#[test]
+fn no_crate_has_a_cycle_among_its_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let out = Command::new("python3")
+        .arg(root.join("scripts/module_cycles.py"))
+        .current_dir(root)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
