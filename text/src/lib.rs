@@ -88,6 +88,28 @@ fn escaped(text: &str, escape: impl Fn(char) -> bool, crlf_is_newline: bool) -> 
     Cow::Owned(out)
 }
 
+/// A path as the host writes it in keys, findings and comments: the
+/// agent chose its bytes, so control characters and bytes that are not
+/// UTF-8 are escaped (`\n`, `\u{1b}`, `\xff`), and so is `\` itself: no
+/// two paths look alike, and none breaks a line of a report.
+pub fn shown_path(rel: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '\\' || is_hidden(c) {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use super::{
     Comment, CommitStatus, ForgeApi, ForgeError, Issue, NewPullRequest, Permission, PullRequest,
     ReactionTarget, RepoRef, Review, ReviewComment,
 };
-use forgehand_gate::SecretScanner;
+use forgehand_secrets::SecretScanner;
 
 /// Which text of a call a redaction was in, for the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

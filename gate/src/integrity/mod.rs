@@ -22,7 +22,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 mod alias;
@@ -265,20 +264,7 @@ impl fmt::Display for IntegrityFinding {
 /// UTF-8 are escaped (`\n`, `\u{1b}`, `\xff`), and so is `\` itself: no
 /// two paths look alike, and none breaks a line of a report.
 pub fn shown(rel: &Path) -> String {
-    let mut out = String::new();
-    for chunk in rel.as_os_str().as_bytes().utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c == '\\' || forgehand_text::is_hidden(c) {
-                out.extend(c.escape_default());
-            } else {
-                out.push(c);
-            }
-        }
-        for byte in chunk.invalid() {
-            out.push_str(&format!("\\x{byte:02x}"));
-        }
-    }
-    out
+    forgehand_text::shown_path(rel)
 }
 
 /// Whether a change at `rel` in the tree would be reported: a catalogue

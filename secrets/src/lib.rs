@@ -237,7 +237,7 @@ impl SecretScanner {
                 };
                 // Shown escaped, as every path is, and masked in that form.
                 let file = self
-                    .masked(&crate::integrity::shown(Path::new(bytes_os(path))))
+                    .masked(&forgehand_text::shown_path(Path::new(bytes_os(path))))
                     .unwrap_or_else(|| WITHHELD.to_owned());
                 if path == new {
                     masked_new = Some(file.clone());
@@ -248,12 +248,12 @@ impl SecretScanner {
                 });
             }
             state.file =
-                masked_new.unwrap_or_else(|| crate::integrity::shown(Path::new(bytes_os(new))));
+                masked_new.unwrap_or_else(|| forgehand_text::shown_path(Path::new(bytes_os(new))));
             true
         };
         let mut on_binary = |delta: git2::DiffDelta<'_>, _: git2::DiffBinary<'_>| {
             let path = delta.new_file().path_bytes().unwrap_or_default();
-            state.borrow_mut().binary = Some(crate::integrity::shown(Path::new(bytes_os(path))));
+            state.borrow_mut().binary = Some(forgehand_text::shown_path(Path::new(bytes_os(path))));
             false
         };
         let mut on_line =
@@ -398,5 +398,3 @@ fn shannon_entropy(s: &str) -> f64 {
 pub mod archive;
 pub mod encoded;
 pub mod redact;
-#[cfg(test)]
-mod tests;

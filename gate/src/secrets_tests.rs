@@ -1,4 +1,5 @@
-use super::*;
+use crate::secrets::*;
+use secrecy::SecretString;
 
 /// Format-valid but made-up values, built here so that no token-shaped
 /// literal sits in the repository.
