@@ -86,54 +86,43 @@ impl<'r> WorkingContents<'r> {
     }
 }
 
+/// `tree`'s directory `dir` (`""`: the tree itself), when it is one.
+fn subtree<'r>(repo: &'r Repository, tree: &git2::Tree<'r>, dir: &str) -> Option<git2::Tree<'r>> {
+    if dir.is_empty() {
+        return Some(tree.clone());
+    }
+    tree.get_path(Path::new(dir))
+        .ok()
+        .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
+        .and_then(|e| repo.find_tree(e.id()).ok())
+}
+
+/// The folded names of the files directly in `tree`'s directory `dir`.
+fn file_names(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> Vec<String> {
+    let Some(sub) = subtree(repo, tree, dir) else {
+        return Vec::new();
+    };
+    sub.iter()
+        .filter(|entry| entry.kind() == Some(git2::ObjectType::Blob))
+        .map(|entry| super::names::fold(&String::from_utf8_lossy(entry.name_bytes())))
+        .collect()
+}
+
 /// Whether `tree`'s directory `dir` (`""`: its root) holds a file whose
 /// folded name ends with `.ext` (folded).
 pub fn had_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) -> bool {
-    let sub;
-    let tree = if dir.is_empty() {
-        tree
-    } else {
-        let Some(found) = tree
-            .get_path(Path::new(dir))
-            .ok()
-            .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
-            .and_then(|e| repo.find_tree(e.id()).ok())
-        else {
-            return false;
-        };
-        sub = found;
-        &sub
-    };
     let suffix = format!(".{ext}");
-    tree.iter().any(|entry| {
-        entry.kind() == Some(git2::ObjectType::Blob)
-            && super::names::fold(&String::from_utf8_lossy(entry.name_bytes())).ends_with(&suffix)
-    })
+    file_names(repo, tree, dir)
+        .iter()
+        .any(|name| name.ends_with(&suffix))
 }
 
 /// Whether `tree`'s directory `dir` (`""`: its root) holds a known
 /// manifest.
 pub fn holds_manifest(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> bool {
-    let sub;
-    let tree = if dir.is_empty() {
-        tree
-    } else {
-        let Some(found) = tree
-            .get_path(Path::new(dir))
-            .ok()
-            .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
-            .and_then(|e| repo.find_tree(e.id()).ok())
-        else {
-            return false;
-        };
-        sub = found;
-        &sub
-    };
-    tree.iter().any(|entry| {
-        let name = super::names::fold(&String::from_utf8_lossy(entry.name_bytes()));
-        entry.kind() == Some(git2::ObjectType::Blob)
-            && super::known::MANIFESTS.iter().any(|m| m.name == name)
-    })
+    file_names(repo, tree, dir)
+        .iter()
+        .any(|name| super::known::MANIFESTS.iter().any(|m| m.name == name))
 }
 
 /// Whether `tree`'s directory `dir`, at any depth, holds a file of kind
@@ -141,12 +130,7 @@ pub fn holds_manifest(repo: &Repository, tree: &git2::Tree<'_>, dir: &str) -> bo
 /// plain (bounded: 20,000 entries walked, 64 files read, each as far as
 /// the gate reads).
 pub fn had_code_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &str) -> bool {
-    let Some(sub) = tree
-        .get_path(Path::new(dir))
-        .ok()
-        .filter(|e| e.kind() == Some(git2::ObjectType::Tree))
-        .and_then(|e| repo.find_tree(e.id()).ok())
-    else {
+    let Some(sub) = subtree(repo, tree, dir) else {
         return false;
     };
     let suffix = format!(".{ext}");
@@ -171,41 +155,40 @@ pub fn had_code_kind(repo: &Repository, tree: &git2::Tree<'_>, dir: &str, ext: &
     found
 }
 
+impl WorkingContents<'_> {
+    /// `HEAD`'s tree: the base the change is judged against.
+    fn base(&self) -> Option<git2::Tree<'_>> {
+        self.repo.head().ok()?.peel_to_tree().ok()
+    }
+}
+
 impl Contents for WorkingContents<'_> {
     fn had_code_kind(&self, dir: &str, ext: &str) -> bool {
-        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
-            return false;
-        };
-        had_code_kind(self.repo, &tree, dir, ext)
+        self.base()
+            .is_some_and(|tree| had_code_kind(self.repo, &tree, dir, ext))
     }
 
     fn is_project_root(&self, dir: &str) -> bool {
-        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
-            return false;
-        };
-        holds_manifest(self.repo, &tree, dir)
+        self.base()
+            .is_some_and(|tree| holds_manifest(self.repo, &tree, dir))
     }
 
     fn before(&self, path: &str) -> Option<Vec<u8>> {
-        let tree = self.repo.head().ok()?.peel_to_tree().ok()?;
+        let tree = self.base()?;
         let entry = tree.get_path(Path::new(path)).ok()?;
         let blob = self.repo.find_blob(entry.id()).ok()?;
         (blob.size() as u64 <= MAX_READ).then(|| blob.content().to_vec())
     }
 
     fn had_kind(&self, dir: &str, ext: &str) -> bool {
-        let Some(tree) = self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) else {
-            return false;
-        };
-        had_kind(self.repo, &tree, dir, ext)
+        self.base()
+            .is_some_and(|tree| had_kind(self.repo, &tree, dir, ext))
     }
 
     fn imported_by_agents(&self, path: &str) -> bool {
-        let imported = self.imported.get_or_init(|| {
-            match self.repo.head().ok().and_then(|h| h.peel_to_tree().ok()) {
-                Some(tree) => super::imports::agent_imports(self.repo, &tree),
-                None => Default::default(),
-            }
+        let imported = self.imported.get_or_init(|| match self.base() {
+            Some(tree) => super::imports::agent_imports(self.repo, &tree),
+            None => Default::default(),
         });
         imported.contains(&super::names::FoldedPath::new(path).joined())
     }

@@ -280,6 +280,21 @@ fn resolve(dir: &str, target: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// What the agent files of a tree holding `files` (path, text) name.
+    fn imports_of(files: &[(&str, &str)]) -> Imported {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        agent_imports(&repo, &tree)
+    }
+
     #[test]
     fn references_are_words_naming_paths_in_any_syntax() {
         let text = "See @README.md and @docs/dev-guide.md, also (@./notes/x.md).\n\
@@ -317,8 +332,6 @@ mod tests {
 
     #[test]
     fn what_a_claude_md_imports_and_what_that_imports_is_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
         let files = [
             (
                 "CLAUDE.md",
@@ -329,15 +342,7 @@ mod tests {
             ("docs/style.md", "tabs\n"),
             ("docs/other.md", "not imported\n"),
         ];
-        let mut index = repo.index().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(&full, text).unwrap();
-            index.add_path(Path::new(path)).unwrap();
-        }
-        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let found = agent_imports(&repo, &tree);
+        let found = imports_of(&files);
         assert_eq!(
             found.paths().collect::<Vec<_>>(),
             [
@@ -354,8 +359,6 @@ mod tests {
     /// Copilot's `#file:` and links, Amp's `@docs/guides/*.md`.
     #[test]
     fn what_other_agent_files_name_is_found_whatever_the_syntax() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
         let files = [
             (
                 "opencode.json",
@@ -393,15 +396,7 @@ mod tests {
                 "// see docs/not-an-agent-file.md\n",
             ),
         ];
-        let mut index = repo.index().unwrap();
-        for (path, text) in files {
-            let full = dir.path().join(path);
-            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
-            std::fs::write(&full, text).unwrap();
-            index.add_path(Path::new(path)).unwrap();
-        }
-        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-        let found = agent_imports(&repo, &tree);
+        let found = imports_of(&files);
         for named in [
             "docs/oc/a.md",
             "docs/oc/b.md",

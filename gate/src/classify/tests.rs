@@ -245,6 +245,27 @@ impl Contents for Base {
     }
 }
 
+/// A new version of every changed file reading `0`, the base beside
+/// files of every kind, `docs/site` a project (a documentation site).
+struct Page(&'static str);
+impl Contents for Page {
+    fn before(&self, _: &str) -> Option<Vec<u8>> {
+        None
+    }
+    fn after(&self, _: &str) -> Option<Vec<u8>> {
+        Some(self.0.as_bytes().to_vec())
+    }
+    fn had_kind(&self, _: &str, _: &str) -> bool {
+        true
+    }
+    fn imported_by_agents(&self, _: &str) -> bool {
+        false
+    }
+    fn is_project_root(&self, dir: &str) -> bool {
+        dir == "docs/site"
+    }
+}
+
 fn modified(path: &str) -> PathChange {
     change(path, Status::Modified, Some(0o100644), Some(0o100644))
 }
@@ -529,21 +550,6 @@ fn what_red_team_round_three_found_is_held() {
         assert!(!verdict.is_held(), "{path}: {verdict}");
     }
     // Documentation that runs, in an existing docs directory.
-    struct Page(&'static str);
-    impl Contents for Page {
-        fn before(&self, _: &str) -> Option<Vec<u8>> {
-            None
-        }
-        fn after(&self, _: &str) -> Option<Vec<u8>> {
-            Some(self.0.as_bytes().to_vec())
-        }
-        fn had_kind(&self, _: &str, _: &str) -> bool {
-            true
-        }
-        fn imported_by_agents(&self, _: &str) -> bool {
-            false
-        }
-    }
     let mdx = Page("import {execSync} from 'child_process';\nexport const out = execSync('id');\n");
     let verdict = classify(&added("docs/intro.md"), &RepoRules::none(), &mdx);
     assert_eq!(
@@ -593,24 +599,6 @@ fn what_red_team_round_four_found_is_held() {
         &base,
     );
     assert!(!verdict.is_held(), "{verdict}");
-    struct Page(&'static str);
-    impl Contents for Page {
-        fn before(&self, _: &str) -> Option<Vec<u8>> {
-            None
-        }
-        fn after(&self, _: &str) -> Option<Vec<u8>> {
-            Some(self.0.as_bytes().to_vec())
-        }
-        fn had_kind(&self, _: &str, _: &str) -> bool {
-            true
-        }
-        fn imported_by_agents(&self, _: &str) -> bool {
-            false
-        }
-        fn is_project_root(&self, dir: &str) -> bool {
-            dir == "docs/site"
-        }
-    }
     let vue = Page("<span :title=\"process\">hi</span>\n");
     for path in ["docs/site/test/page.md", "tests/page.md", "docs/guide.md"] {
         assert!(
