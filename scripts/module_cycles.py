@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Cycles among the top-level modules of each workspace crate.
+"""Cycles among the modules of each workspace crate, at every level.
 
-The graph: module A -> module B when a file of A names `crate::B` (a
-`use`, or a path in code). Top-level modules are `src/<name>.rs` and
-`src/<name>/`. Prints each crate's strongly connected components of more
-than one module; exits 1 when any crate has one (issue 27: "no cycle
-among modules inside any crate").
+For each folder module (the crate root, `pipeline/`, `pipeline/stages/`,
+…) the graph has its child modules; child A -> child B when a file of A
+names a path into B (`crate::…::B`, `super::B`, `self::B`, in a `use`
+or in code, groups in braces too, resolved from the file's own place).
+Prints each level's strongly connected components of more than one
+module; exits 1 when any crate has one (issue 27: "no cycle among
+modules inside any crate").
 
     python3 scripts/module_cycles.py [CRATE_DIR...]
 """
@@ -13,7 +15,6 @@ import os
 import re
 import sys
 
-USE = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
 
 
 def top_modules(src):
@@ -44,19 +45,79 @@ def strip_tests(text):
     return text if at < 0 else text[:at]
 
 
-def graph(src):
-    mods = top_modules(src)
+PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)(?:::\{([^{}]*)\})?")
+
+
+def module_path(src, path):
+    """A file's module path: `src/a/b.rs` and `src/a/b/mod.rs` are a::b."""
+    rel = os.path.relpath(path, src)[:-3].split(os.sep)
+    if rel[-1] in ("mod", "lib", "main"):
+        rel = rel[:-1]
+    return rel
+
+
+def references(src, path):
+    """Every module path the file names, resolved from `crate::`,
+    `super::` and `self::` (groups in braces too)."""
+    here = module_path(src, path)
+    text = strip_tests(open(path, encoding="utf-8").read())
+    # Comments name modules without standing on them (rustdoc links).
+    text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))
+    out = []
+    for root, tail, group in PATH.findall(text):
+        parts = [p for p in tail.split("::") if p]
+        if root == "crate":
+            base = []
+        elif root == "self":
+            base = list(here)
+        else:
+            base = here[:-1]
+            while parts and parts[0] == "super":
+                parts.pop(0)
+                base = base[:-1]
+        heads = [parts]
+        if group:
+            heads = [parts + [item.strip().split("::")[0]] for item in group.split(",") if item.strip()]
+        for h in heads:
+            out.append(base + [x for x in h if x not in ("self",)])
+    return here, out
+
+
+def levels(src):
+    """Each folder module of the crate (the crate root first) and its
+    children: the levels whose modules must not stand on each other in a
+    circle."""
+    for folder, dirs, files in os.walk(src):
+        rel = os.path.relpath(folder, src)
+        prefix = [] if rel == "." else rel.split(os.sep)
+        children = {f[:-3] for f in files if f.endswith(".rs") and f not in ("mod.rs", "lib.rs", "main.rs")}
+        children |= set(dirs)
+        if len(children) > 1:
+            yield prefix, children
+
+
+def graph(src, prefix=(), mods=None):
+    prefix = list(prefix)
+    if mods is None:
+        mods = top_modules(src)
     edges = {m: set() for m in mods}
-    for module in mods:
-        for path in files_of(src, module):
-            if os.path.basename(path) == "tests.rs":
+    for root, _, names in os.walk(src):
+        for name in names:
+            path = os.path.join(root, name)
+            if not name.endswith(".rs") or name == "tests.rs":
                 continue
-            text = strip_tests(open(path, encoding="utf-8").read())
-            # Comments name modules without standing on them (rustdoc links).
-            text = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))
-            for target in USE.findall(text):
-                if target in mods and target != module:
-                    edges[module].add(target)
+            here, refs = references(src, path)
+            if here[: len(prefix)] != prefix or len(here) <= len(prefix):
+                continue
+            module = here[len(prefix)]
+            if module not in edges:
+                continue
+            for target in refs:
+                if target[: len(prefix)] != prefix or len(target) <= len(prefix):
+                    continue
+                to = target[len(prefix)]
+                if to in mods and to != module:
+                    edges[module].add(to)
     return edges
 
 
@@ -102,14 +163,15 @@ def main():
         src = os.path.join(root, crate, "src")
         if not os.path.isdir(src):
             continue
-        cycles = components(graph(src))
+        checked = 0
+        for prefix, children in levels(src):
+            checked += 1
+            for comp in components(graph(src, prefix, children)):
+                found += 1
+                where = "::".join(prefix) or "the crate root"
+                print(f"{crate}: a cycle among {len(comp)} of the {len(children)} modules of {where}: {', '.join(comp)}")
         modules = len(top_modules(src))
-        if cycles:
-            found += len(cycles)
-            for comp in cycles:
-                print(f"{crate}: a cycle among {len(comp)} of its {modules} modules: {', '.join(comp)}")
-        else:
-            print(f"{crate}: {modules} modules, no cycle")
+        print(f"{crate}: {modules} top-level modules, {checked} folders checked")
     sys.exit(1 if found else 0)
 
 

@@ -9,25 +9,24 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-mod environment;
 mod forges;
 mod gate;
-mod git;
 mod keys;
 mod locate;
 mod model;
 mod paths;
-mod sandbox;
 mod server;
 
-pub use environment::EnvironmentConfig;
+pub use forgehand_agent::config::AgentConfig;
+pub use forgehand_environment::config::EnvironmentConfig;
+pub use forgehand_jobcore::config::GitConfig;
+pub use forgehand_model::Price;
+pub use forgehand_sandbox::config::{SandboxConfig, DEFAULT_ROOTFS};
 pub use forges::{GitHubConfig, GiteaConfig};
 pub use gate::GateConfig;
-pub use git::GitConfig;
 pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
-pub use model::{AgentConfig, ModelConfig, Price};
+pub use model::ModelConfig;
 pub use paths::{Places, DATA_PATHS};
-pub use sandbox::{SandboxConfig, DEFAULT_ROOTFS};
 pub use server::{DatabaseConfig, ServerConfig};
 
 /// The variable naming the configuration file; not a configuration key.
@@ -464,25 +463,7 @@ fn redact_option<S: Serializer>(v: &Option<SecretString>, s: S) -> Result<S::Ok,
     }
 }
 
-/// A list of strings, from a TOML array or a comma-separated string (the
-/// only form an environment variable can carry); blanks dropped.
-fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    let raw = match OneOrMany::deserialize(d)? {
-        OneOrMany::One(s) => s.split(',').map(str::to_owned).collect(),
-        OneOrMany::Many(v) => v,
-    };
-    Ok(raw
-        .into_iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect())
-}
+use forgehand_types::config::string_list;
 
 /// [`string_list`], held as secrets.
 fn secret_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SecretString>, D::Error> {

@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 
 pub use forgehand_store::job::*;
 
-use crate::environment::{EnvironmentReport, Testing};
-use crate::reason::Reason;
+use forgehand_jobcore::environment::{EnvironmentReport, Testing};
+pub use forgehand_jobcore::held::{HeldCommit, HeldFor};
+use forgehand_types::reason::Reason;
 
 /// What a job did, as its record keeps it (`GET /api/jobs/{id}`'s
 /// `result`) and as a later job reads it back (`go` reads the plan).
@@ -50,49 +51,6 @@ pub struct JobResult {
     /// commit on the host, never pushed, until a maintainer allows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<HeldCommit>,
-}
-
-/// What a maintainer must allow before a held change is pushed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeldFor {
-    /// Files that are not ordinary work (`/forgehand allow-sensitive`).
-    Sensitive,
-    /// It removes most of the repository (`/forgehand allow-destructive`).
-    Destructive,
-}
-
-impl HeldFor {
-    /// The command that allows it.
-    pub fn command(self) -> &'static str {
-        match self {
-            HeldFor::Sensitive => "allow-sensitive",
-            HeldFor::Destructive => "allow-destructive",
-        }
-    }
-}
-
-/// A held change: the commit the gate held, kept on the host at
-/// `reference` in the repository's mirror (a ref no pull request and no
-/// CI sees), and what its pull request will say once it is released.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeldCommit {
-    pub commit: String,
-    /// `refs/forgehand/held/<job>` in the mirror.
-    pub reference: String,
-    /// Where it goes once released, and onto what.
-    pub branch: String,
-    pub base: String,
-    /// Where the branch was on the forge when the job worked on it (a
-    /// follow-up's); the release pushes only over that.
-    pub expected: Option<String>,
-    pub held_for: Vec<HeldFor>,
-    pub title: String,
-    pub summary: String,
-    pub files: Vec<String>,
-    /// The gate's findings, as Markdown.
-    pub findings: String,
-    pub testing: Option<Testing>,
 }
 
 /// How a job ended, in its result.

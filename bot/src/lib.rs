@@ -2,23 +2,16 @@
 //! queue and the operator API. The binary in `main.rs` is a thin CLI over
 //! this library so that tests drive the very same router and queue.
 
-pub mod agent;
 pub mod cli;
 pub mod command;
 pub mod config;
 pub mod container;
-pub mod environment;
 pub mod github_app;
 pub mod host_secrets;
 pub mod job;
-pub mod jobcore;
-pub mod jobdir;
 pub mod live;
-pub mod model;
 pub mod pipeline;
-pub mod private;
 pub mod queue;
-pub mod reason;
 pub mod redaction;
 pub mod sandboxes;
 pub mod server;

@@ -15,34 +15,36 @@ use crate::store::ClaimedJob;
 use crate::webhook_secrets::SecretSet;
 
 /// Makes a node's job handler from a configuration.
-pub type Rebuild = Arc<dyn Fn(&Config) -> anyhow::Result<Arc<dyn JobHandler>> + Send + Sync>;
+pub type Rebuild = Arc<dyn Fn(&Config) -> anyhow::Result<Arc<JobHandler>> + Send + Sync>;
 
 /// The handler the workers call, which can be replaced.
 pub struct SwappableHandler {
-    current: RwLock<Arc<dyn JobHandler>>,
+    current: RwLock<Arc<JobHandler>>,
 }
 
 impl SwappableHandler {
-    pub fn new(handler: Arc<dyn JobHandler>) -> Self {
+    pub fn new(handler: Arc<JobHandler>) -> Self {
         SwappableHandler {
             current: RwLock::new(handler),
         }
     }
 
-    fn current(&self) -> Arc<dyn JobHandler> {
+    fn current(&self) -> Arc<JobHandler> {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn replace(&self, handler: Arc<dyn JobHandler>) {
+    fn replace(&self, handler: Arc<JobHandler>) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = handler;
     }
 }
 
 #[async_trait]
-impl JobHandler for SwappableHandler {
+impl forgehand_queue::JobHandler for SwappableHandler {
+    type Output = JobResult;
+
     async fn run(&self, job: &ClaimedJob, cx: JobContext) -> Result<JobResult, JobError> {
         self.current().run(job, cx).await
     }

@@ -5,8 +5,8 @@ use clap::{Parser, Subcommand};
 use forgehand_bot::cli::run::{self, RunArgs};
 use forgehand_bot::cli::{doctor, sandbox_exec, setup, SandboxExecArgs};
 use forgehand_bot::config::{Config, ConfigFile};
-use forgehand_bot::model::Provider;
 use forgehand_bot::{service, telemetry};
+use forgehand_model::Provider;
 use forgehand_sandbox::BackendChoice;
 
 // Intake allocates a little for every delivery on several threads at once;

@@ -180,7 +180,7 @@ pub async fn shutdown_signal() {
 /// What runs a node's jobs, and the sandbox it prepared for them (none
 /// for an intake-only node or a dry run).
 pub struct Runner {
-    pub handler: Arc<dyn JobHandler>,
+    pub handler: Arc<JobHandler>,
     pub sandbox: Option<sandboxes::SandboxStatus>,
     /// Makes the handler again for a changed configuration (a GitHub App
     /// created while serving); `None` when it does not use the forges.
@@ -201,7 +201,7 @@ impl Runner {
 async fn prepare_sandbox(config: &Config) -> anyhow::Result<sandboxes::SandboxStatus> {
     // Job directories a crashed run left (mounted): their jobs start
     // over. A live `forgehand run`'s are its own.
-    let removed = crate::jobdir::sweep(&config.git.work_dir, true);
+    let removed = forgehand_jobcore::jobdir::sweep(&config.git.work_dir, true);
     if removed > 0 {
         warn!(
             removed,
@@ -242,10 +242,7 @@ pub async fn job_runner(config: &Config) -> anyhow::Result<Runner> {
 }
 
 /// The pipeline for `config`, on the sandbox this node settled on.
-fn pipeline(
-    config: &Config,
-    status: &sandboxes::SandboxStatus,
-) -> anyhow::Result<Arc<dyn JobHandler>> {
+fn pipeline(config: &Config, status: &sandboxes::SandboxStatus) -> anyhow::Result<Arc<JobHandler>> {
     let github: Option<Arc<dyn forgehand_forge::api::ForgeApi>> = match config.github.client() {
         Some(client) => Some(Arc::new(client.context("github")?)),
         None => None,

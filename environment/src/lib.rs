@@ -16,6 +16,7 @@
 
 pub mod build;
 pub mod cache;
+pub mod config;
 pub mod egress;
 pub mod hosts;
 pub mod keep;

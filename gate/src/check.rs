@@ -291,52 +291,7 @@ fn markdown_list(lines: impl Iterator<Item = String>) -> String {
     out
 }
 
-/// Why the gate refused, most serious first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefusalReason {
-    Tamper,
-    TooLarge,
-    Secret,
-    Sensitive,
-    Destructive,
-}
-
-impl RefusalReason {
-    /// The command with which a maintainer allows it, when one can.
-    pub fn command(self) -> Option<&'static str> {
-        match self {
-            RefusalReason::Sensitive => Some("allow-sensitive"),
-            RefusalReason::Destructive => Some("allow-destructive"),
-            RefusalReason::Tamper | RefusalReason::TooLarge | RefusalReason::Secret => None,
-        }
-    }
-
-    /// What the gate found, as a clause.
-    pub fn what(self) -> &'static str {
-        match self {
-            RefusalReason::Tamper => {
-                "the agent changed git's own files (hooks, config, info or alternates)"
-            }
-            RefusalReason::TooLarge => "the working tree holds more than the host reads",
-            RefusalReason::Secret => "the changes contain what looks like a secret",
-            RefusalReason::Sensitive => {
-                "the changes touch files that are not ordinary source, tests or documentation"
-            }
-            RefusalReason::Destructive => "the change removes most of the repository",
-        }
-    }
-
-    /// The job's reason code.
-    pub fn code(self) -> &'static str {
-        match self {
-            RefusalReason::Tamper => "tamper",
-            RefusalReason::TooLarge => "too_large",
-            RefusalReason::Secret => "secret",
-            RefusalReason::Sensitive => "sensitive",
-            RefusalReason::Destructive => "destructive",
-        }
-    }
-}
+pub use forgehand_types::reason::RefusalReason;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {

@@ -22,7 +22,9 @@ pub mod commit;
 pub mod deliver;
 pub mod destructive;
 pub mod integrity;
-pub mod markdown;
+/// Lives in the text crate (the agent shows outside text too); its old
+/// path stays.
+pub use forgehand_text::markdown;
 // The scanner and the redaction stand below the gate and the forge crate.
 pub use forgehand_secrets as secrets;
 #[cfg(test)]

@@ -11,9 +11,11 @@
 mod error;
 mod output;
 pub mod owner;
+pub mod private;
 mod spec;
 
 pub mod choose;
+pub mod config;
 pub mod disk;
 pub mod layers;
 #[cfg(feature = "microvm")]

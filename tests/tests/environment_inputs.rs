@@ -12,9 +12,9 @@
 use std::path::Path;
 
 use forgehand_bot::config::Config;
-use forgehand_bot::environment::{CommitFiles, EnvFailure, Environments, Prepared};
 use forgehand_environment::spec::{Declared, EnvKey};
 use forgehand_forge::git::Checkouts;
+use forgehand_jobcore::environment::{CommitFiles, EnvFailure, Environments, Prepared};
 use forgehand_sandbox::namespace::NamespaceBackend;
 use forgehand_sandbox::Backend;
 use forgehand_tests::rootfs;
@@ -87,7 +87,8 @@ impl Env {
     }
 
     fn declare(&self, at: git2::Oid) -> (Declared, EnvKey) {
-        let environments = Environments::new(&self.config).unwrap();
+        let environments =
+            Environments::new(&self.config.environment, &self.config.sandbox).unwrap();
         let files = CommitFiles::new(&self.repo, at).unwrap();
         environments
             .declare(&files, "test:acme/app")
@@ -105,7 +106,7 @@ impl Env {
                     .map_err(std::io::Error::other)
             })
             .unwrap();
-        Environments::new(&self.config)
+        Environments::new(&self.config.environment, &self.config.sandbox)
             .unwrap()
             .prepare(
                 &self.backend,

@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use forgehand_bot::config::Config;
-use forgehand_bot::environment::{CommitFiles, Environments};
 use forgehand_environment::hosts;
 use forgehand_forge::git::Checkouts;
+use forgehand_jobcore::environment::{CommitFiles, Environments};
 use forgehand_sandbox::namespace::NamespaceBackend;
 use forgehand_sandbox::Backend;
 use forgehand_tests::rootfs;
@@ -83,7 +83,7 @@ async fn a_python_environment_is_built_through_the_egress_and_then_reused() {
         ],
     );
     let config = config(dir.path()).await;
-    let environments = Environments::new(&config).unwrap();
+    let environments = Environments::new(&config.environment, &config.sandbox).unwrap();
     let backend = NamespaceBackend::default();
     let files = CommitFiles::new(&repo, commit).unwrap();
     let (declared, key) = environments

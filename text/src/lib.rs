@@ -8,6 +8,8 @@
 //! Both functions replace such a character with a visible escape in
 //! Rust's form (`\u{1b}`, `\r`), so what was there can still be read.
 
+pub mod markdown;
+
 use std::borrow::Cow;
 
 /// `text` with every control character escaped but the line breaks and

@@ -3,6 +3,9 @@
 //! forge crate reads payloads into them; neither needs the other for it
 //! (the store used to compile octocrab and libgit2 for three enums).
 
+pub mod config;
+pub mod reason;
+
 use serde::{Deserialize, Serialize};
 
 /// Which forge a delivery, a job or an installation belongs to.

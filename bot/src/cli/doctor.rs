@@ -82,7 +82,7 @@ pub async fn doctor(
 async fn model_line(config: &Config) -> Line {
     let settings = config.model.settings();
     let url = settings.base_url.clone();
-    let verdict = match crate::model::ModelClient::new(settings) {
+    let verdict = match forgehand_model::ModelClient::new(settings) {
         Ok(client) => match client.probe().await {
             Ok(()) => Verdict::Ok(format!(
                 "{url} answers (model.name = {})",

@@ -8,12 +8,13 @@ use forgehand_environment::hosts;
 use forgehand_environment::spec::EnvKey;
 
 use crate::config::Config;
-use crate::environment::Environments;
+use forgehand_jobcore::environment::Environments;
 
 /// One line per kept environment: its key, repository, size in bytes
 /// and in entries, last use.
 pub fn list(config: &Config, out: &mut dyn Write) -> anyhow::Result<()> {
-    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
+    let environments =
+        Environments::new(&config.environment, &config.sandbox).map_err(|e| anyhow::anyhow!(e))?;
     let kept = environments.list();
     if kept.is_empty() {
         writeln!(
@@ -39,7 +40,8 @@ pub fn list(config: &Config, out: &mut dyn Write) -> anyhow::Result<()> {
 /// Removes the environment kept under `key`.
 pub fn rm(config: &Config, key: &str, out: &mut dyn Write) -> anyhow::Result<bool> {
     let key: EnvKey = key.parse().map_err(|e| anyhow::anyhow!("{key}: {e}"))?;
-    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
+    let environments =
+        Environments::new(&config.environment, &config.sandbox).map_err(|e| anyhow::anyhow!(e))?;
     let removed = environments.cache().remove(key.as_str())?;
     if removed {
         writeln!(out, "removed {key}")?;

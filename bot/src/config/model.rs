@@ -1,14 +1,13 @@
-//! `[model]` and `[agent]`: the user's model, what it costs, and the
-//! budgets the host holds every run to.
+//! `[model]`: the user's model and what it costs (`[agent]`, the budgets
+//! the host holds every run to, is the agent crate's).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ModelSettings, Provider, RetryPolicy, Usage};
+use forgehand_model::{ModelSettings, Price, Provider, RetryPolicy, Usage};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -44,33 +43,6 @@ pub struct ModelConfig {
     pub base_url_named: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AgentConfig {
-    pub max_turns: u32,
-    pub max_tool_calls: u32,
-    /// The whole run's wall-clock time, model calls and tools together.
-    pub max_seconds: u64,
-    pub max_input_tokens: u64,
-    pub max_output_tokens: u64,
-    pub max_dollars: f64,
-    /// When the conversation grows past this many tokens (estimated),
-    /// the oldest tool outputs are shortened.
-    pub context_tokens: u64,
-    /// One JSONL transcript per run.
-    pub transcript_dir: PathBuf,
-    /// Prompt templates to use instead of the built-in ones (files named
-    /// as in `prompts/`).
-    pub prompts_dir: Option<PathBuf>,
-}
-
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
@@ -85,22 +57,6 @@ impl Default for ModelConfig {
             max_output_tokens: 8192,
             prices: BTreeMap::new(),
             base_url_named: None,
-        }
-    }
-}
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        AgentConfig {
-            max_turns: 60,
-            max_tool_calls: 200,
-            max_seconds: 1800,
-            max_input_tokens: 3_000_000,
-            max_output_tokens: 200_000,
-            max_dollars: 5.0,
-            context_tokens: 100_000,
-            transcript_dir: "forgehand-data/transcripts".into(),
-            prompts_dir: None,
         }
     }
 }
@@ -126,13 +82,14 @@ impl ModelConfig {
         }
     }
 
+    /// The configured model's price, if it has one.
+    pub fn price(&self) -> Option<Price> {
+        self.prices.get(&self.name).copied()
+    }
+
     /// What `usage` cost, or `None` when the model has no price.
     pub fn cost(&self, usage: Usage) -> Option<f64> {
-        let price = self.prices.get(&self.name)?;
-        Some(
-            usage.input_tokens as f64 * price.input_per_mtok / 1e6
-                + usage.output_tokens as f64 * price.output_per_mtok / 1e6,
-        )
+        Some(self.price()?.cost(usage))
     }
 
     pub(super) fn problems(&self, problems: &mut Vec<String>) {
@@ -170,28 +127,6 @@ impl ModelConfig {
             {
                 problems.push(format!("model.prices.{name}: prices must be 0 or more"));
             }
-        }
-    }
-}
-
-impl AgentConfig {
-    pub(super) fn problems(&self, problems: &mut Vec<String>) {
-        for (key, value) in [
-            ("agent.max_turns", u64::from(self.max_turns)),
-            ("agent.max_tool_calls", u64::from(self.max_tool_calls)),
-            ("agent.max_seconds", self.max_seconds),
-            ("agent.max_input_tokens", self.max_input_tokens),
-            ("agent.max_output_tokens", self.max_output_tokens),
-        ] {
-            if value == 0 {
-                problems.push(format!("{key}: must be at least 1"));
-            }
-        }
-        if self.max_dollars.is_nan() || self.max_dollars < 0.0 {
-            problems.push("agent.max_dollars: must be 0 or more".into());
-        }
-        if self.context_tokens < 4096 {
-            problems.push("agent.context_tokens: must be at least 4096".into());
         }
     }
 }

@@ -30,14 +30,14 @@ use forgehand_sandbox::Backend;
 use secrecy::SecretString;
 use tracing::info;
 
-use crate::agent::prompts::Prompts;
 use crate::config::Config;
-use crate::environment::Environments;
 use crate::job::{Command, Job, JobOutcome, JobResult, Task};
-use crate::jobcore::{Core, Failure};
-use crate::queue::{JobContext, JobError, JobHandler};
-use crate::reason::Reason;
+use crate::queue::{JobContext, JobError};
 use crate::store::ClaimedJob;
+use forgehand_agent::prompts::Prompts;
+use forgehand_jobcore::environment::Environments;
+use forgehand_jobcore::{Core, Failure};
+use forgehand_types::reason::Reason;
 use orders::{Assignment, Resolved};
 use run::{JobRun, Steps};
 use status::StatusComment;
@@ -67,7 +67,7 @@ impl Pipeline {
         isolation: String,
     ) -> Result<Self, String> {
         let secrets = crate::host_secrets::host_secrets(&config);
-        let environments = Arc::new(Environments::new(&config)?);
+        let environments = Arc::new(Environments::new(&config.environment, &config.sandbox)?);
         Ok(Pipeline {
             config,
             github,
@@ -86,7 +86,8 @@ impl Pipeline {
             sandbox: &self.config.sandbox,
             git: &self.config.git,
             agent: &self.config.agent,
-            model: &self.config.model,
+            model: self.config.model.settings(),
+            price: self.config.model.price(),
             test_retries: self.config.environment.test_retries,
         }
     }
@@ -125,7 +126,9 @@ fn forge_err(e: ForgeError) -> JobError {
 }
 
 #[async_trait]
-impl JobHandler for Pipeline {
+impl forgehand_queue::JobHandler for Pipeline {
+    type Output = JobResult;
+
     /// The worker died on the job's last attempt: its status comment, if
     /// it has one, must not say "working" for good.
     async fn dead_lettered(&self, claimed: &ClaimedJob, error: &str) {

@@ -11,8 +11,8 @@ use super::orders::Order;
 use super::run::JobRun;
 use super::work::Work;
 use super::{Failure, Pipeline};
-use crate::agent::prompts::ForgeText;
-use crate::reason::Reason;
+use forgehand_agent::prompts::ForgeText;
+use forgehand_types::reason::Reason;
 
 /// Who may write to the repository, as the forge answers for each author
 /// (asked once per author and job): the model is told each text's

@@ -7,9 +7,9 @@ use secrecy::SecretString;
 
 use super::stages::Stage;
 use super::status::StatusComment;
-use crate::agent::prompts::Prompts;
 use crate::job::{Job, StepTime};
 use crate::store::ClaimedJob;
+use forgehand_agent::prompts::Prompts;
 
 /// What the stages of an authorized job share: the job, the forge, its
 /// status comment, the prompts (loaded once), every secret of the job,

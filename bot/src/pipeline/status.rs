@@ -6,10 +6,10 @@ use std::time::Duration;
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
 use super::stages::Stage;
-use crate::environment::{EnvironmentReport, TestResult, Testing};
-use crate::reason::Reason;
 use crate::trigger::BotIdentity;
 use forgehand_gate::markdown;
+use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_types::reason::Reason;
 
 /// The status comment while the job runs: the checklist's stages before
 /// `current` done.
@@ -424,7 +424,7 @@ mod tests {
         );
         assert_eq!(
             failed(
-                Reason::Budget(crate::reason::Budget::Turns),
+                Reason::Budget(forgehand_types::reason::Budget::Turns),
                 "the agent used all its turns\nmore"
             ),
             "❌ Stopped: `budget:turns`. the agent used all its turns\n"

@@ -14,11 +14,11 @@ use super::replies;
 use super::stages::answer::thread_reply;
 use super::stages::Stage;
 use super::status::{self, Attempt, PullRequestBody};
-use crate::agent::tools::{CommandRun, ThreadReply};
-use crate::environment::{By, EnvironmentReport, TestCommand, Testing};
 use crate::job::{Command, HeldCommit, HeldFor, Job, Task};
-use crate::reason::{Budget, EnvProblem, Reason};
 use crate::store::JobState;
+use forgehand_agent::tools::{CommandRun, ThreadReply};
+use forgehand_jobcore::environment::{By, EnvironmentReport, TestCommand, Testing};
+use forgehand_types::reason::{Budget, EnvProblem, Reason};
 
 fn job(task: Task, on_pull_request: bool) -> Job {
     Job {

@@ -8,8 +8,8 @@ use super::run::JobRun;
 use super::stages::answer::Answer;
 use super::stages::Stage;
 use super::{Failure, Pipeline};
-use crate::environment::{EnvironmentReport, Prepared, Testing};
 use crate::job::HeldCommit;
+use forgehand_jobcore::environment::{EnvironmentReport, Prepared, Testing};
 
 impl Pipeline {
     /// The stages of an authorized job, in order (see [`super::stages`]);

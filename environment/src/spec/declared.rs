@@ -6,10 +6,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::detect::{self, Plan, Toolchain};
-use super::error::{DeclFile, DeclareError, Problem};
+use super::error::{DeclFile, DeclareError, DevcontainerPath};
 use super::package::DebianPackage;
+use super::MAX_DECLARATION_BYTES;
 use super::{devcontainer, forgehand_toml, inputs, RepoFiles};
-use super::{MAX_COMMAND_BYTES, MAX_DECLARATION_BYTES};
 
 /// What a repository's environment is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,27 +65,6 @@ impl fmt::Display for Source {
                 }
                 Ok(())
             }
-        }
-    }
-}
-
-/// The devcontainer file read: the folder form wins, as with the
-/// devcontainer CLI. Configurations in sub-folders of `.devcontainer/`
-/// (one of several to choose from) are not read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DevcontainerPath {
-    /// `.devcontainer/devcontainer.json`
-    Folder,
-    /// `.devcontainer.json`
-    Root,
-}
-
-impl DevcontainerPath {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DevcontainerPath::Folder => ".devcontainer/devcontainer.json",
-            DevcontainerPath::Root => ".devcontainer.json",
         }
     }
 }
@@ -216,27 +195,6 @@ fn finish(
         inputs: inputs.files,
         whole_tree: inputs.whole_tree,
     })
-}
-
-/// A command line as given for `key`: `None` when blank, else checked
-/// against what `sh -c` and a status comment can take.
-pub(super) fn command(key: &str, line: &str) -> Result<Option<String>, Problem> {
-    if line.trim().is_empty() {
-        return Ok(None);
-    }
-    if line.len() > MAX_COMMAND_BYTES {
-        return Err(Problem::TooLong {
-            key: key.to_owned(),
-            len: line.len(),
-            max: MAX_COMMAND_BYTES,
-        });
-    }
-    if line.contains('\0') {
-        return Err(Problem::Nul {
-            key: key.to_owned(),
-        });
-    }
-    Ok(Some(line.to_owned()))
 }
 
 #[cfg(test)]

@@ -23,8 +23,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::declared::{command, DevcontainerPath};
-use super::error::{utf8, DeclFile, DeclareError, Location, Problem};
+use super::error::{command, utf8, DeclFile, DeclareError, DevcontainerPath, Location, Problem};
 
 const FIELDS: [&str; 3] = [
     "onCreateCommand",

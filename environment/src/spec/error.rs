@@ -5,8 +5,8 @@
 use std::fmt;
 
 use super::package::PackageNameError;
-use super::DevcontainerPath;
 use forgehand_text::one_line;
+use serde::{Deserialize, Serialize};
 
 /// Reading the base commit's files failed. A path may be one the setup
 /// command names (a lockfile it reads), the repository's text: shown on
@@ -229,6 +229,48 @@ pub(crate) fn utf8(file: DeclFile, bytes: Vec<u8>) -> Result<String, DeclareErro
         let text = String::from_utf8_lossy(&bytes[..valid]);
         DeclareError::invalid(file, &text, valid, Problem::NotUtf8)
     })
+}
+
+/// The devcontainer file read: the folder form wins, as with the
+/// devcontainer CLI. Configurations in sub-folders of `.devcontainer/`
+/// (one of several to choose from) are not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DevcontainerPath {
+    /// `.devcontainer/devcontainer.json`
+    Folder,
+    /// `.devcontainer.json`
+    Root,
+}
+
+impl DevcontainerPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DevcontainerPath::Folder => ".devcontainer/devcontainer.json",
+            DevcontainerPath::Root => ".devcontainer.json",
+        }
+    }
+}
+
+/// A command line as given for `key`: `None` when blank, else checked
+/// against what `sh -c` and a status comment can take.
+pub(super) fn command(key: &str, line: &str) -> Result<Option<String>, Problem> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    if line.len() > super::MAX_COMMAND_BYTES {
+        return Err(Problem::TooLong {
+            key: key.to_owned(),
+            len: line.len(),
+            max: super::MAX_COMMAND_BYTES,
+        });
+    }
+    if line.contains('\0') {
+        return Err(Problem::Nul {
+            key: key.to_owned(),
+        });
+    }
+    Ok(Some(line.to_owned()))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use toml_edit::{ImDocument, Item, Key, TableLike, Value};
 
-use super::declared::command;
+use super::error::command;
 use super::error::{utf8, DeclFile, DeclareError, Problem};
 use super::inputs::check_pattern;
 use super::package::DebianPackage;

@@ -51,9 +51,9 @@ pub use propose::propose;
 #[cfg(test)]
 mod testing;
 
-pub use declared::{declared, Declared, DevcontainerPath, Source};
+pub use declared::{declared, Declared, Source};
 pub use detect::Toolchain;
-pub use error::{DeclFile, DeclareError, FilesError, Location, Problem};
+pub use error::{DeclFile, DeclareError, DevcontainerPath, FilesError, Location, Problem};
 pub use key::{key, EnvKey, EnvKeyError, KeyParts};
 pub use package::{DebianPackage, PackageNameError};
 

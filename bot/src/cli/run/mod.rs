@@ -17,15 +17,15 @@ use forgehand_forge::git::{self, Checkouts, Mirror};
 use forgehand_gate::{self as gate, CommitRequest, DeliverError, GatePolicy, SecretScanner};
 use forgehand_sandbox::{Backend, BackendChoice};
 
-use crate::agent::prompts::Prompts;
-use crate::agent::Outcome;
 use crate::config::Config;
-use crate::environment::{CommitFiles, EnvFailure, Environments, Prepared};
-use crate::jobcore::deliver::{deliver, Judged, Said};
-use crate::jobcore::{failure, AgentTask, Core, Failure, JobCopy, Quiet, Worked};
-use crate::model::Provider;
-use crate::reason::{EnvProblem, Reason};
 use crate::sandboxes;
+use forgehand_agent::prompts::Prompts;
+use forgehand_agent::Outcome;
+use forgehand_jobcore::deliver::{deliver, Judged, Said};
+use forgehand_jobcore::environment::{CommitFiles, EnvFailure, Environments, Prepared};
+use forgehand_jobcore::{failure, AgentTask, Core, Failure, JobCopy, Quiet, Worked};
+use forgehand_model::Provider;
+use forgehand_types::reason::{EnvProblem, Reason};
 
 use base::Base;
 pub use base::InputError;
@@ -80,7 +80,7 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     base::data_outside(config, &repo_path)?;
     // The model is asked first: a server that is not there is said
     // before minutes go into an environment.
-    crate::model::ModelClient::new(model_config.settings())?
+    forgehand_model::ModelClient::new(model_config.settings())?
         .probe()
         .await?;
     let id = format!(
@@ -102,7 +102,7 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         anyhow::bail!("{why}");
     }
     // What an interrupted run left: its job directory and mounts.
-    crate::jobdir::sweep(&config.git.work_dir, false);
+    forgehand_jobcore::jobdir::sweep(&config.git.work_dir, false);
     let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
     if let Some(warning) = &chosen.warning {
         eprintln!("forgehand: {warning}");
@@ -112,7 +112,9 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     // is the repository's to fix.
     let rules = CommitFiles::new(&source.repo, base_commit)
         .map_err(anyhow::Error::from)
-        .and_then(|files| crate::environment::repo_rules(&files).map_err(anyhow::Error::from));
+        .and_then(|files| {
+            forgehand_jobcore::environment::repo_rules(&files).map_err(anyhow::Error::from)
+        });
     let rules = match rules {
         Ok(rules) => rules,
         Err(error) => {
@@ -136,7 +138,8 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
         sandbox: &config.sandbox,
         git: &config.git,
         agent: &config.agent,
-        model: &model_config,
+        model: model_config.settings(),
+        price: model_config.price(),
         test_retries: config.environment.test_retries,
     };
     // Removed (its file systems unmounted) on every way out of here.
@@ -244,7 +247,8 @@ pub(crate) async fn local_environment(
     source: &Mirror,
     base: git2::Oid,
 ) -> anyhow::Result<Local> {
-    let environments = Environments::new(config).map_err(|e| anyhow::anyhow!(e))?;
+    let environments =
+        Environments::new(&config.environment, &config.sandbox).map_err(|e| anyhow::anyhow!(e))?;
     let root = root_commit(&source.repo)?;
     let repository = format!("local:{root}");
     let checkouts = Checkouts::new(config.git.work_dir.join("checkouts"))
@@ -254,7 +258,7 @@ pub(crate) async fn local_environment(
         tokio::task::block_in_place(|| handle.block_on(backend.prepare_for_sandbox(tree)))
             .map_err(std::io::Error::other)
     };
-    crate::private::dir(&config.git.work_dir)?;
+    forgehand_sandbox::private::dir(&config.git.work_dir)?;
     let checkout = checkouts
         .ensure(&format!("local/{root}"), &source.repo, base, &give)
         .map_err(failure::checkout)?;
@@ -388,7 +392,7 @@ impl Run<'_> {
                     .collect();
                 report.commit = delivery.commit.map(|c| c.to_string());
                 report.branch = report.commit.as_ref().map(|_| self.branch.to_owned());
-                report.left_out = crate::environment::ignored_paths(&repo)?;
+                report.left_out = forgehand_jobcore::environment::ignored_paths(&repo)?;
                 if matches!(outcome, Outcome::Finished { .. }) {
                     if report.commit.is_some() {
                         report.status = RunStatus::of_commit(&report.testing, self.test.is_some());

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::base::InputError;
-use crate::environment::{EnvironmentReport, TestResult, Testing};
-use crate::reason::Reason;
+use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_types::reason::Reason;
 
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,7 +99,7 @@ impl RunReport {
 
     /// The report of a run the job core ended early: the reason a forge
     /// job would give for the same tree.
-    pub fn from_failure(failure: crate::jobcore::Failure) -> Self {
+    pub fn from_failure(failure: forgehand_jobcore::Failure) -> Self {
         Self::failed(Some(failure.reason), Some(failure.message))
     }
 
@@ -112,10 +112,12 @@ impl RunReport {
             .any(|cause| cause.downcast_ref::<InputError>().is_some());
         let core = error
             .chain()
-            .find_map(|cause| cause.downcast_ref::<crate::jobcore::Failure>());
-        let model = error
-            .chain()
-            .any(|cause| cause.downcast_ref::<crate::model::ModelError>().is_some());
+            .find_map(|cause| cause.downcast_ref::<forgehand_jobcore::Failure>());
+        let model = error.chain().any(|cause| {
+            cause
+                .downcast_ref::<forgehand_model::ModelError>()
+                .is_some()
+        });
         let reason = if input {
             Reason::Input
         } else if model {
@@ -192,7 +194,7 @@ impl RunReport {
             RunStatus::TestsFailed => format!(
                 "tests failed: {title} (the committed change fails `{test}`{})",
                 match self.testing.commands.last() {
-                    Some(run) if run.by == crate::environment::By::Agent => {
+                    Some(run) if run.by == forgehand_jobcore::environment::By::Agent => {
                         ", as the agent ran it"
                     }
                     _ => " as the host ran it",
@@ -278,8 +280,8 @@ fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Res
     }
     for run in &report.testing.commands {
         let by = match run.by {
-            crate::environment::By::Agent => "agent",
-            crate::environment::By::Host => "host",
+            forgehand_jobcore::environment::By::Agent => "agent",
+            forgehand_jobcore::environment::By::Host => "host",
         };
         writeln!(
             out,

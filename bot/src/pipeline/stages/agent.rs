@@ -1,6 +1,6 @@
 //! Stage 4: the agent, in a sandbox over the working copy, then the
 //! repository's tests run by the host (a failure goes back to the agent),
-//! as the job core runs every job's ([`crate::jobcore::agent`]). The
+//! as the job core runs every job's ([`forgehand_jobcore::agent`]). The
 //! status comment's checklist moves and the job's steps are timed as it
 //! goes.
 
@@ -11,10 +11,10 @@ use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::working_copy::WorkingCopy;
 use super::Stage;
-use crate::agent::tools::ThreadReply;
-use crate::agent::Outcome;
-use crate::environment::{Prepared, Testing};
-use crate::jobcore::{AgentTask, Progress};
+use forgehand_agent::tools::ThreadReply;
+use forgehand_agent::Outcome;
+use forgehand_jobcore::environment::{Prepared, Testing};
+use forgehand_jobcore::{AgentTask, Progress};
 
 /// What the agent said when it called `finish`, what it cost, and what
 /// was tested.

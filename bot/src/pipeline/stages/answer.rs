@@ -16,8 +16,8 @@ use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
 use super::Stage;
-use crate::agent::tools::ThreadReply;
-use crate::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_agent::tools::ThreadReply;
+use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
 
 /// What answering needs of the stages before it.
 pub(in crate::pipeline) struct Answer {

@@ -25,4 +25,4 @@ pub(super) mod publish;
 pub(super) mod release;
 pub(super) mod working_copy;
 
-pub use crate::jobcore::Stage;
+pub use forgehand_jobcore::Stage;

@@ -12,10 +12,10 @@ use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::working_copy::WorkingCopy;
 use super::Stage;
-use crate::environment::Testing;
 use crate::job::{HeldCommit, HeldFor};
-use crate::jobcore::deliver::{deliver, Judged, Said};
-use crate::reason::Reason;
+use forgehand_jobcore::deliver::{deliver, Judged, Said};
+use forgehand_jobcore::environment::Testing;
+use forgehand_types::reason::Reason;
 
 /// A pushed commit and what the pull request says of it.
 pub(in crate::pipeline) struct Published {
@@ -230,7 +230,8 @@ impl Delivering {
             files: changed_files(&repo, commit).map_err(Failure::infra)?,
             findings: delivery.cleared.report.to_markdown(),
             left_out: delivery.cleared.report.left_out_markdown(),
-            ignored: crate::environment::ignored_paths(&repo).map_err(Failure::infra)?,
+            ignored: forgehand_jobcore::environment::ignored_paths(&repo)
+                .map_err(Failure::infra)?,
         })
         // The job directory goes here, its file system unmounted.
     }

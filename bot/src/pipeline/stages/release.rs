@@ -14,9 +14,9 @@ use super::answer::Answer;
 use super::publish::Published;
 use super::working_copy::mirror_key;
 use super::Stage;
-use crate::environment::Testing;
 use crate::job::HeldCommit;
-use crate::reason::Reason;
+use forgehand_jobcore::environment::Testing;
+use forgehand_types::reason::Reason;
 
 impl Pipeline {
     /// Pushes `held` onto its branch, over where the branch was when the

@@ -3,7 +3,7 @@
 //! follow-up) is checked out once, shared by every job that starts from
 //! it; its declared environment is read from its git objects. Then, once
 //! the environment is had (`environment.rs`), the job's working copy, as
-//! the job core makes every job's ([`crate::jobcore::copy`]).
+//! the job core makes every job's ([`forgehand_jobcore::copy`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,9 +15,9 @@ use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::Stage;
-use crate::environment::{CommitFiles, Environments, Prepared};
-use crate::jobcore::{failure, JobCopy};
-use crate::reason::Reason;
+use forgehand_jobcore::environment::{CommitFiles, Environments, Prepared};
+use forgehand_jobcore::{failure, JobCopy};
+use forgehand_types::reason::Reason;
 
 /// What the job starts from.
 pub(in crate::pipeline) struct Source {
@@ -137,7 +137,7 @@ impl Pipeline {
         // Mirrors and checkouts hold the repository's code: for
         // Forgehand's user alone.
         for dir in [&self.config.git.mirror_dir, &self.config.git.work_dir] {
-            crate::private::dir(dir).map_err(Failure::infra)?;
+            forgehand_sandbox::private::dir(dir).map_err(Failure::infra)?;
         }
         Ok((url, Credentials::Token { username, token }))
     }
@@ -247,9 +247,9 @@ impl Fetching {
         let declared = self.environments.declare(&files, &self.repository);
         // A broken `[gate]` is the repository's to fix, like a broken
         // `[environment]`: the job says where.
-        let rules = crate::environment::repo_rules(&files).map_err(|e| {
+        let rules = forgehand_jobcore::environment::repo_rules(&files).map_err(|e| {
             Failure::new(
-                Reason::Environment(crate::reason::EnvProblem::Declaration),
+                Reason::Environment(forgehand_types::reason::EnvProblem::Declaration),
                 e.to_string(),
             )
         })?;
