@@ -1,6 +1,7 @@
 //! Jobs: the typed jobs the queue holds (from the store, where they are
 //! kept) and the typed result a job's handler hands back.
 
+use forgehand_types::JobId;
 use serde::{Deserialize, Serialize};
 
 pub use forgehand_store::job::*;
@@ -29,7 +30,7 @@ pub struct JobResult {
     pub plan: Option<String>,
     /// Jobs a `/forgehand stop` stopped.
     #[serde(default, rename = "jobs", skip_serializing_if = "Vec::is_empty")]
-    pub stopped: Vec<i64>,
+    pub stopped: Vec<JobId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -15,7 +15,7 @@ pub struct CommitRequest<'a> {
     /// The person who asked: `Co-authored-by: Name <email>`.
     pub co_author: Option<(&'a str, &'a str)>,
     /// Names the job in a `Forgehand-Job:` trailer.
-    pub job: i64,
+    pub job: forgehand_types::JobId,
 }
 
 /// The tree a commit of the working tree would hold (what git ignores

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use forgehand_types::CommitSha;
+
 use crate::environment::Testing;
 
 /// What a maintainer must allow before a held change is pushed.
@@ -30,7 +32,7 @@ impl HeldFor {
 /// CI sees), and what its pull request will say once it is released.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeldCommit {
-    pub commit: String,
+    pub commit: CommitSha,
     /// `refs/forgehand/held/<job>` in the mirror.
     pub reference: String,
     /// Where it goes once released, and onto what.
@@ -38,7 +40,7 @@ pub struct HeldCommit {
     pub base: String,
     /// Where the branch was on the forge when the job worked on it (a
     /// follow-up's); the release pushes only over that.
-    pub expected: Option<String>,
+    pub expected: Option<CommitSha>,
     pub held_for: Vec<HeldFor>,
     pub title: String,
     pub summary: String,
@@ -46,4 +48,9 @@ pub struct HeldCommit {
     /// The gate's findings, as Markdown.
     pub findings: String,
     pub testing: Option<Testing>,
+}
+
+/// A commit id as git2 holds it, as the crates pass it.
+pub fn commit_sha(oid: git2::Oid) -> CommitSha {
+    CommitSha::parse(&oid.to_string()).expect("git writes a commit id as lower-case hex")
 }

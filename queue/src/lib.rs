@@ -131,7 +131,7 @@ impl<O: serde::Serialize + Send + 'static> Reaper<O> {
                             "the worker stopped heartbeating (crashed or hung) on the last attempt ({} of {})",
                             job.attempt, job.max_attempts
                         );
-                        error!(job_id = job.id, %error, "job dead-lettered after its lease ran out");
+                        error!(job_id = job.id.get(), %error, "job dead-lettered after its lease ran out");
                         // Its own task: a slow forge must not hold up the
                         // recovery of other jobs.
                         let handler = self.handler.clone();
@@ -185,7 +185,7 @@ impl<O: serde::Serialize + Send + 'static> Worker<O> {
     async fn run_job(&self, job: ClaimedJob) {
         let span = info_span!(
             "job",
-            job_id = job.id,
+            job_id = job.id.get(),
             kind = %job.job.kind(),
             target = %job.job.target_key(),
             attempt = job.attempt,

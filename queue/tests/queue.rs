@@ -246,7 +246,7 @@ async fn an_expired_lease_on_the_last_attempt_dead_letters() {
     .await;
     let recovered = q.store.recover_expired_leases().await.unwrap();
     assert_eq!(recovered.requeued, 0);
-    let dead: Vec<(i64, u32, u32)> = recovered
+    let dead: Vec<(JobId, u32, u32)> = recovered
         .dead
         .iter()
         .map(|j| (j.id, j.attempt, j.max_attempts))
@@ -378,7 +378,7 @@ async fn racing_claimers_get_each_job_once() {
     for claimer in claimers {
         claimed.extend(claimer.await.unwrap());
     }
-    let mut ids: Vec<i64> = claimed.iter().map(|(id, _)| *id).collect();
+    let mut ids: Vec<JobId> = claimed.iter().map(|(id, _)| *id).collect();
     ids.sort();
     expected.sort();
     assert_eq!(ids, expected, "each target's first job, each exactly once");

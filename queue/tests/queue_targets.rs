@@ -31,7 +31,7 @@ async fn one_job_at_a_time_per_issue_while_other_issues_proceed() {
     }
     pool.shutdown().await;
     let ran = handler.ran.lock().unwrap().clone();
-    let order: Vec<i64> = ran
+    let order: Vec<JobId> = ran
         .iter()
         .filter(|(id, _)| ids[..3].contains(id))
         .map(|(id, _)| *id)
@@ -86,7 +86,7 @@ async fn the_newest_waiting_request_goes_first_and_supersedes_the_older_ones() {
     // Its sender may command the bot: the pipeline supersedes the rest.
     let cancelled = q
         .store
-        .supersede_waiting("github:acme/widgets#7", newest)
+        .supersede_waiting(&job(7).target_key(), newest)
         .await
         .unwrap();
     assert_eq!(cancelled, older);
@@ -99,10 +99,10 @@ async fn the_newest_waiting_request_goes_first_and_supersedes_the_older_ones() {
     assert!(runs.is_empty(), "a superseded job never ran");
     let history = q
         .store
-        .target_history("github:acme/widgets#7", 10)
+        .target_history(&job(7).target_key(), 10)
         .await
         .unwrap();
-    let ids: Vec<i64> = history.iter().map(|j| j.id).collect();
+    let ids: Vec<JobId> = history.iter().map(|j| j.id).collect();
     assert_eq!(ids, [newest, help, older[1], older[0]], "newest first");
     assert_eq!(history[2].stopped_by, Some(newest));
 }
@@ -123,7 +123,7 @@ async fn a_stop_runs_beside_the_job_it_stops() {
     assert!(claim(&q).await.is_none(), "the waiting work still waits");
     let stopped = q
         .store
-        .request_stop("github:acme/widgets#7", stop_id, "stopped by @maintainer")
+        .request_stop(&job(7).target_key(), stop_id, "stopped by @maintainer")
         .await
         .unwrap();
     assert_eq!(stopped, [running, waiting]);
@@ -190,7 +190,7 @@ async fn a_running_job_asked_to_stop_is_cancelled_within_a_poll() {
     q.wait_for(ids[1], JobState::Running).await;
     let stopped = q
         .store
-        .request_stop("github:acme/widgets#7", 999, "stopped by @maintainer")
+        .request_stop(&job(7).target_key(), JobId(999), "stopped by @maintainer")
         .await
         .unwrap();
     assert_eq!(stopped, [ids[0]]);

@@ -8,9 +8,13 @@ use forgehand_store::{
     ClaimedJob, CompressedPayload, Finish, JobState, NewDelivery, Outcome, Recorded, Store,
 };
 use forgehand_types::{ForgeKind, Repo};
+pub use forgehand_types::{JobId, TargetKey};
 
 pub const DAY: i64 = 24 * 60 * 60 * 1000;
-pub const TARGET_7: &str = "github:acme/widgets#7";
+/// Where `labeled(7)` works.
+pub fn target_7() -> TargetKey {
+    labeled(7).target_key()
+}
 
 /// Work on an issue: a newer one supersedes it while it waits.
 pub fn labeled(target: u64) -> Job {
@@ -93,7 +97,7 @@ pub fn now() -> i64 {
 }
 
 /// Queues each job in a delivery of its own; returns their ids.
-pub async fn enqueue(store: &dyn Store, jobs: &[Job]) -> Vec<i64> {
+pub async fn enqueue(store: &dyn Store, jobs: &[Job]) -> Vec<JobId> {
     let mut ids = Vec::new();
     for job in jobs {
         let recorded = store
@@ -113,7 +117,7 @@ pub async fn enqueue(store: &dyn Store, jobs: &[Job]) -> Vec<i64> {
     ids
 }
 
-pub async fn enqueue_labeled(store: &dyn Store, targets: &[u64]) -> Vec<i64> {
+pub async fn enqueue_labeled(store: &dyn Store, targets: &[u64]) -> Vec<JobId> {
     let jobs: Vec<Job> = targets.iter().map(|&t| labeled(t)).collect();
     enqueue(store, &jobs).await
 }
@@ -132,7 +136,7 @@ pub async fn succeed(store: &dyn Store, job: &ClaimedJob) {
 }
 
 /// A job's state, attempts, last error and how each run ended.
-pub async fn state(store: &dyn Store, id: i64) -> (JobState, i64, Option<String>, Vec<String>) {
+pub async fn state(store: &dyn Store, id: JobId) -> (JobState, i64, Option<String>, Vec<String>) {
     let detail = store.job(id).await.unwrap().expect("the job exists");
     let runs = detail
         .runs

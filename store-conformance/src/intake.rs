@@ -62,7 +62,7 @@ pub async fn one_batch_answers_each_delivery_as_if_it_came_alone(backend: &dyn B
     assert!(d_jobs[0] > b_jobs[1], "jobs are numbered in arrival order");
 
     let rows = store.list_deliveries(&all()).await.unwrap();
-    let listed: Vec<(String, Outcome, Vec<i64>)> = rows
+    let listed: Vec<(String, Outcome, Vec<JobId>)> = rows
         .iter()
         .rev()
         .map(|r| (r.delivery_id.clone().unwrap(), r.outcome, r.jobs.clone()))
@@ -100,7 +100,7 @@ pub async fn a_batch_larger_than_one_statement_is_recorded_whole(backend: &dyn B
         .map(|n| delivery(&format!("n{n}"), Outcome::Accepted, 1))
         .collect();
     let got = store.record_deliveries(&batch).await.unwrap();
-    let mut previous = 0;
+    let mut previous = JobId(0);
     for r in got {
         let Recorded::New { jobs, .. } = r else {
             panic!("{r:?}")

@@ -195,7 +195,7 @@ pub async fn an_expired_lease_returns_the_job_to_the_queue(backend: &dyn Backend
     assert_eq!(state_of(&*store, ids[0]).await, JobState::Succeeded);
 }
 
-async fn state_of(store: &dyn forgehand_store::Store, id: i64) -> JobState {
+async fn state_of(store: &dyn forgehand_store::Store, id: JobId) -> JobState {
     state(store, id).await.0
 }
 
@@ -372,7 +372,7 @@ pub async fn a_result_is_kept_as_json(backend: &dyn Backend) {
     );
     assert_eq!(kept(ids[1]).await, Some(steps.clone()));
     let history = store
-        .target_history("github:acme/widgets#2", 5)
+        .target_history(&labeled(2).target_key(), 5)
         .await
         .unwrap();
     assert_eq!(history[0].result, Some(steps));
@@ -412,7 +412,7 @@ pub async fn job_counts_follow_every_change(backend: &dyn Backend) {
     let newer = enqueue_labeled(&*store, &[5]).await[0];
     assert_eq!(
         store
-            .supersede_waiting("github:acme/widgets#5", newer)
+            .supersede_waiting(&labeled(5).target_key(), newer)
             .await
             .unwrap(),
         [ids[4]]

@@ -93,7 +93,7 @@ pub async fn jobs_are_listed_by_state_and_paged(backend: &dyn Backend) {
     assert_eq!(listed(all.clone()), [ids[2], ids[1], ids[0]]);
     let row = &all[2];
     assert_eq!(row.kind, forgehand_store::job::JobKind::Labeled);
-    assert_eq!(row.target_key, "github:acme/widgets#1");
+    assert_eq!(row.target_key.as_str(), "github:acme/widgets#1");
     assert_eq!(row.payload, serde_json::to_value(labeled(1)).unwrap());
     assert_eq!((row.attempts, row.max_attempts), (1, 5));
     assert!(row.delivery.is_some() && row.created_at > 0 && row.updated_at >= row.created_at);
@@ -118,18 +118,22 @@ pub async fn what_is_not_there_reads_as_none(backend: &dyn Backend) {
     let opened = backend.open(5).await;
     let store = opened.store.clone();
     store.ping().await.unwrap();
-    assert!(store.job(999).await.unwrap().is_none());
+    assert!(store.job(JobId(999)).await.unwrap().is_none());
     assert!(store.delivery_payload(999).await.unwrap().is_none());
-    assert!(store.stop_requested(999).await.unwrap().is_none());
+    assert!(store.stop_requested(JobId(999)).await.unwrap().is_none());
     assert!(store.installations().await.unwrap().is_empty());
-    assert!(store.target_history(TARGET_7, 10).await.unwrap().is_empty());
     assert!(store
-        .supersede_waiting(TARGET_7, 5)
+        .target_history(&target_7(), 10)
         .await
         .unwrap()
         .is_empty());
     assert!(store
-        .request_stop(TARGET_7, 5, "stopped")
+        .supersede_waiting(&target_7(), JobId(5))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .request_stop(&target_7(), JobId(5), "stopped")
         .await
         .unwrap()
         .is_empty());

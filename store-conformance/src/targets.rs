@@ -54,7 +54,7 @@ pub async fn the_newest_waiting_request_goes_first_and_supersedes_the_older_ones
         "the newest request, not the oldest"
     );
     // Its sender may command the bot: the pipeline supersedes the rest.
-    let cancelled = store.supersede_waiting(TARGET_7, newest).await.unwrap();
+    let cancelled = store.supersede_waiting(&target_7(), newest).await.unwrap();
     assert_eq!(cancelled, older);
     let (state, _, error, runs) = state(&*store, older[0]).await;
     assert_eq!(state, JobState::Cancelled);
@@ -63,12 +63,12 @@ pub async fn the_newest_waiting_request_goes_first_and_supersedes_the_older_ones
         Some(format!("superseded by job {newest}, a newer request"))
     );
     assert!(runs.is_empty(), "a superseded job never ran");
-    let history = store.target_history(TARGET_7, 10).await.unwrap();
-    let ids: Vec<i64> = history.iter().map(|j| j.id).collect();
+    let history = store.target_history(&target_7(), 10).await.unwrap();
+    let ids: Vec<JobId> = history.iter().map(|j| j.id).collect();
     assert_eq!(ids, [newest, help, older[1], older[0]], "newest first");
     assert_eq!(history[2].stopped_by, Some(newest));
     assert_eq!(history[0].job, labeled(7));
-    let limited = store.target_history(TARGET_7, 2).await.unwrap();
+    let limited = store.target_history(&target_7(), 2).await.unwrap();
     assert_eq!(limited.len(), 2);
 }
 
@@ -91,7 +91,7 @@ pub async fn a_stop_runs_beside_the_job_it_stops(backend: &dyn Backend) {
     );
     assert_eq!(store.stop_requested(running).await.unwrap(), None);
     let stopped = store
-        .request_stop(TARGET_7, stop_id, "stopped by @maintainer")
+        .request_stop(&target_7(), stop_id, "stopped by @maintainer")
         .await
         .unwrap();
     assert_eq!(stopped, [running, waiting], "running ones first");
@@ -152,18 +152,18 @@ pub async fn a_cancelled_job_keeps_its_cause(backend: &dyn Backend) {
     let store = opened.store.clone();
     let jobs = enqueue_labeled(&*store, &[7, 7, 7]).await;
     assert_eq!(
-        store.supersede_waiting(TARGET_7, jobs[1]).await.unwrap(),
+        store.supersede_waiting(&target_7(), jobs[1]).await.unwrap(),
         vec![jobs[0]]
     );
     assert_eq!(
         store
-            .request_stop(TARGET_7, jobs[2] + 1, "stopped by @m")
+            .request_stop(&target_7(), JobId(jobs[2].get() + 1), "stopped by @m")
             .await
             .unwrap(),
         vec![jobs[1], jobs[2]]
     );
-    let history = store.target_history(TARGET_7, 10).await.unwrap();
-    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    let history = store.target_history(&target_7(), 10).await.unwrap();
+    let cause = |id: JobId| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
     assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
     assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
     assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));

@@ -8,8 +8,8 @@
 use std::sync::{mpsc as std_mpsc, Arc};
 
 use forgehand_store::{
-    CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery,
-    Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
+    CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, JobId,
+    NewDelivery, Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
 };
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
@@ -103,14 +103,14 @@ async fn record_one(
             delivery,
             job.kind.as_str(),
             job.payload,
-            job.target_key,
+            job.target_key.as_str(),
             i64::from(max_attempts),
             d.received_at,
             job.supersedable
         )
         .fetch_one(&mut *tx)
         .await?;
-        jobs.push(id);
+        jobs.push(JobId(id));
     }
     if let Some(change) = &d.installation {
         record_installation(tx, change, d.received_at).await?;
@@ -173,7 +173,10 @@ async fn duplicate(
 ) -> StoreResult<Recorded> {
     let jobs = sqlx::query_file_scalar!("queries/deliveries/jobs.sql", first)
         .fetch_all(&mut *tx)
-        .await?;
+        .await?
+        .into_iter()
+        .map(JobId)
+        .collect();
     Ok(Recorded::Duplicate { delivery, jobs, of })
 }
 

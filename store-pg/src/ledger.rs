@@ -4,7 +4,7 @@
 //! [`JobLedger`]: forgehand_store::JobLedger
 
 use forgehand_store::time::now_ms;
-use forgehand_store::{CancelCause, JobState, StoreResult, TargetJob};
+use forgehand_store::{CancelCause, JobId, JobState, StoreResult, TargetJob};
 use sqlx::postgres::{PgConnection, PgPool};
 
 use crate::stored_json;
@@ -21,12 +21,12 @@ pub(crate) async fn target_history(
     rows.into_iter()
         .map(|row| {
             Ok(TargetJob {
-                id: row.id,
+                id: JobId(row.id),
                 state: row.state,
                 job: stored_json(row.id, &row.payload)?,
                 result: row.result.and_then(|r| serde_json::from_str(&r).ok()),
                 error: row.last_error,
-                stopped_by: row.stopped_by,
+                stopped_by: row.stopped_by.map(JobId),
                 cancel_cause: row.cancel_cause,
             })
         })

@@ -120,20 +120,35 @@ impl PgStore {
 
 #[async_trait]
 impl JobLedger for PgStore {
-    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
-        ledger::target_history(&self.pool, target_key, limit).await
+    async fn target_history(
+        &self,
+        target_key: &TargetKey,
+        limit: u32,
+    ) -> StoreResult<Vec<TargetJob>> {
+        ledger::target_history(&self.pool, target_key.as_str(), limit).await
     }
 
-    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>> {
-        ledger::supersede_waiting(&self.pool, target_key, by).await
+    async fn supersede_waiting(
+        &self,
+        target_key: &TargetKey,
+        by: JobId,
+    ) -> StoreResult<Vec<JobId>> {
+        let ids = ledger::supersede_waiting(&self.pool, target_key.as_str(), by.get()).await?;
+        Ok(ids.into_iter().map(JobId).collect())
     }
 
-    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>> {
-        ledger::request_stop(&self.pool, target_key, by, reason).await
+    async fn request_stop(
+        &self,
+        target_key: &TargetKey,
+        by: JobId,
+        reason: &str,
+    ) -> StoreResult<Vec<JobId>> {
+        let ids = ledger::request_stop(&self.pool, target_key.as_str(), by.get(), reason).await?;
+        Ok(ids.into_iter().map(JobId).collect())
     }
 
-    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()> {
-        ledger::record_result(&self.pool, job, result).await
+    async fn record_result(&self, job: JobId, result: &serde_json::Value) -> StoreResult<()> {
+        ledger::record_result(&self.pool, job.get(), result).await
     }
 }
 
@@ -181,8 +196,8 @@ impl Store for PgStore {
         read::installations(&self.pool).await
     }
 
-    async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
-        read::stop_requested(&self.pool, job).await
+    async fn stop_requested(&self, job: JobId) -> StoreResult<Option<String>> {
+        read::stop_requested(&self.pool, job.get()).await
     }
 
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
@@ -193,8 +208,8 @@ impl Store for PgStore {
         read::list_jobs(&self.pool, query).await
     }
 
-    async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>> {
-        read::job(&self.pool, id).await
+    async fn job(&self, id: JobId) -> StoreResult<Option<JobDetail>> {
+        read::job(&self.pool, id.get()).await
     }
 
     async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use forgehand_store::time::now_ms;
 use forgehand_store::{
-    CancelCause, ClaimedJob, Finish, JobState, Recovered, RunOutcome, StoreResult,
+    CancelCause, ClaimedJob, Finish, JobId, JobState, Recovered, RunOutcome, StoreResult,
 };
 use sqlx::postgres::PgPool;
 
@@ -46,7 +46,7 @@ pub(crate) async fn claim(
             Ok(Some((taken, run))) => {
                 return Ok(Some(ClaimedJob {
                     job: stored_json(taken.id, &taken.payload)?,
-                    id: taken.id,
+                    id: JobId(taken.id),
                     run,
                     attempt: taken.attempts as u32,
                     max_attempts: taken.max_attempts as u32,
@@ -116,7 +116,7 @@ pub(crate) async fn heartbeat(
         "queries/claim/heartbeat.sql",
         lease_end,
         now,
-        job.id,
+        job.id.get(),
         worker
     )
     .execute(pool)
@@ -197,7 +197,7 @@ pub(crate) async fn finish(
         ending.run_at,
         now,
         finished_at,
-        job.id,
+        job.id.get(),
         worker,
         ending.cancel_cause as _
     )
@@ -242,7 +242,7 @@ pub(crate) async fn recover(pool: &PgPool) -> StoreResult<Recovered> {
             continue;
         }
         dead.push(ClaimedJob {
-            id: row.id,
+            id: JobId(row.id),
             run: row.run,
             attempt: row.attempts as u32,
             max_attempts: row.max_attempts as u32,

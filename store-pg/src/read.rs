@@ -2,8 +2,8 @@
 
 use forgehand_store::job::JobKind;
 use forgehand_store::{
-    CancelCause, CompressedPayload, DeliveryQuery, DeliveryRow, InstallationRow, JobDetail,
-    JobQuery, JobRow, JobRunRow, JobState, Outcome, RunOutcome, StoreError, StoreResult,
+    CancelCause, CompressedPayload, DeliveryQuery, DeliveryRow, InstallationRow, JobDetail, JobId,
+    JobQuery, JobRow, JobRunRow, JobState, Outcome, RunOutcome, StoreError, StoreResult, TargetKey,
 };
 use sqlx::postgres::PgPool;
 
@@ -56,7 +56,7 @@ pub(crate) async fn list_deliveries(
             detail: row.detail,
             received_at: row.received_at,
             duplicate_of: row.duplicate_of,
-            jobs,
+            jobs: jobs.into_iter().map(JobId).collect(),
         });
     }
     Ok(listed)
@@ -71,7 +71,7 @@ async fn jobs_of_delivery(pool: &PgPool, delivery: i64) -> StoreResult<Vec<i64>>
 }
 
 pub(crate) async fn list_jobs(pool: &PgPool, query: &JobQuery) -> StoreResult<Vec<JobRow>> {
-    let before = query.before.unwrap_or(i64::MAX);
+    let before = query.before.map_or(i64::MAX, JobId::get);
     let limit = i64::from(query.limit);
     let rows = sqlx::query_file_as!(
         StoredJob,
@@ -188,10 +188,10 @@ impl StoredJob {
                 .as_deref()
                 .map(|r| stored_json(self.id, r))
                 .transpose()?,
-            id: self.id,
+            id: JobId(self.id),
             delivery: self.delivery,
             kind: self.kind,
-            target_key: self.target_key,
+            target_key: TargetKey::from_stored(self.target_key),
             state: self.state,
             attempts: self.attempts,
             max_attempts: self.max_attempts,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use forgehand_store::job::{Command, Job, Task};
+use forgehand_store::JobId;
 use forgehand_store::{Finish, JobState, NewDelivery, Outcome, Recorded, Store};
 use forgehand_store_pg::{PgOptions, PgStore};
 use forgehand_store_test_support::PgServer;
@@ -70,7 +71,7 @@ async fn replicas() -> (PgStore, PgStore) {
     (a, b)
 }
 
-async fn enqueue(store: &PgStore, jobs: &[Job]) -> Vec<i64> {
+async fn enqueue(store: &PgStore, jobs: &[Job]) -> Vec<JobId> {
     let batch: Vec<_> = jobs
         .iter()
         .enumerate()
@@ -130,9 +131,9 @@ async fn claimers_on_two_replicas_never_take_one_job_twice() {
     for claimer in claimers {
         claimed.extend(claimer.await.unwrap());
     }
-    let unique: HashSet<i64> = claimed.iter().map(|(id, _)| *id).collect();
+    let unique: HashSet<JobId> = claimed.iter().map(|(id, _)| *id).collect();
     assert_eq!(unique.len(), claimed.len(), "a job was claimed twice");
-    let mut got: Vec<i64> = unique.into_iter().collect();
+    let mut got: Vec<JobId> = unique.into_iter().collect();
     got.sort();
     assert_eq!(got, ids, "every job, exactly once");
     let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM job_runs")
@@ -161,7 +162,7 @@ async fn a_job_another_claimer_holds_is_skipped_not_waited_for() {
     let ids = enqueue(&a, &[job(1, false), job(2, false)]).await;
     let mut holder = a.pool().begin().await.unwrap();
     sqlx::query("SELECT id FROM jobs WHERE id = $1 FOR UPDATE")
-        .bind(ids[0])
+        .bind(ids[0].get())
         .execute(&mut *holder)
         .await
         .unwrap();

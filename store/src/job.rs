@@ -1,6 +1,6 @@
 //! Typed jobs: what a trigger asks Forgehand to do, as stored in the queue.
 
-use forgehand_types::{ForgeKind, Repo, ReviewState};
+use forgehand_types::{ForgeKind, Repo, ReviewState, TargetKey};
 use serde::{Deserialize, Serialize};
 
 /// One unit of work about one issue or pull request.
@@ -208,8 +208,8 @@ impl Job {
     }
 
     /// The key under which at most one job runs at a time.
-    pub fn target_key(&self) -> String {
-        format!("{}:{}#{}", self.forge, self.repo.full_name(), self.target)
+    pub fn target_key(&self) -> TargetKey {
+        TargetKey::new(self.forge, &self.repo, self.target)
     }
 }
 

@@ -22,6 +22,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::job::{Job, JobKind};
+pub use forgehand_types::{JobId, TargetKey};
 pub use intake::IntakeWriter;
 pub use rows::*;
 pub use sqlite::SqliteStore;
@@ -174,7 +175,7 @@ pub struct InstallationRow {
 #[derive(Debug, Clone)]
 pub struct NewJob {
     pub kind: JobKind,
-    pub target_key: String,
+    pub target_key: TargetKey,
     /// The [`Job`] as JSON.
     pub payload: String,
     /// Work on the target, which a newer request supersedes while it
@@ -196,13 +197,13 @@ impl From<&Job> for NewJob {
 /// One job of a target, as its history shows it.
 #[derive(Debug, Clone)]
 pub struct TargetJob {
-    pub id: i64,
+    pub id: JobId,
     pub state: JobState,
     pub job: Job,
     pub result: Option<serde_json::Value>,
     pub error: Option<String>,
     /// The stop or newer request that ended it.
-    pub stopped_by: Option<i64>,
+    pub stopped_by: Option<JobId>,
     /// Why it was cancelled, when it was.
     pub cancel_cause: Option<CancelCause>,
 }
@@ -252,14 +253,14 @@ impl CompressedPayload {
 pub enum Recorded {
     New {
         delivery: i64,
-        jobs: Vec<i64>,
+        jobs: Vec<JobId>,
     },
     /// The delivery id, or the same body under another delivery id, was
     /// already recorded: no new job; `jobs` are the ones the first
     /// delivery created (none once they are past their retention).
     Duplicate {
         delivery: i64,
-        jobs: Vec<i64>,
+        jobs: Vec<JobId>,
         of: DuplicateOf,
     },
 }
@@ -360,7 +361,7 @@ pub enum RunOutcome {
 /// A job this worker holds the lease of.
 #[derive(Debug, Clone)]
 pub struct ClaimedJob {
-    pub id: i64,
+    pub id: JobId,
     pub run: i64,
     /// 1 for the first attempt.
     pub attempt: u32,
@@ -419,7 +420,8 @@ pub struct DeliveryQuery {
 #[derive(Debug, Clone, Default)]
 pub struct JobQuery {
     pub state: Option<JobState>,
-    pub before: Option<i64>,
+    /// Jobs older than this one (the next page).
+    pub before: Option<JobId>,
     pub limit: u32,
 }
 
@@ -466,20 +468,30 @@ pub trait SyncHandle: Send + Sync + 'static {
 #[async_trait]
 pub trait JobLedger: Send + Sync + 'static {
     /// The latest jobs of one target (`forge:owner/name#number`), newest first.
-    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>>;
+    async fn target_history(
+        &self,
+        target_key: &TargetKey,
+        limit: u32,
+    ) -> StoreResult<Vec<TargetJob>>;
 
     /// A newer request (job `by`) whose sender may command the bot cancels
     /// the target's older waiting work. Returns the ids cancelled.
-    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>>;
+    async fn supersede_waiting(&self, target_key: &TargetKey, by: JobId)
+        -> StoreResult<Vec<JobId>>;
 
     /// `/forgehand stop` (job `by`): cancels the target's waiting work and
     /// asks its running job to stop with `reason`. Returns the ids of the
     /// jobs stopped, running ones first.
-    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>>;
+    async fn request_stop(
+        &self,
+        target_key: &TargetKey,
+        by: JobId,
+        reason: &str,
+    ) -> StoreResult<Vec<JobId>>;
 
     /// Keeps what a job did before it failed (its steps, its reason code),
     /// shown with the job like a success's result.
-    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()>;
+    async fn record_result(&self, job: JobId, result: &serde_json::Value) -> StoreResult<()>;
 }
 
 #[async_trait]
@@ -522,11 +534,11 @@ pub trait Store: JobLedger {
     async fn installations(&self) -> StoreResult<Vec<InstallationRow>>;
 
     /// Why `job` was asked to stop (`/forgehand stop`), once it was.
-    async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>>;
+    async fn stop_requested(&self, job: JobId) -> StoreResult<Option<String>>;
 
     async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>>;
     async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>>;
-    async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>>;
+    async fn job(&self, id: JobId) -> StoreResult<Option<JobDetail>>;
     async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>>;
 
     /// The verified body of an accepted delivery (by row id).

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{CancelCause, JobState, Outcome, RunOutcome};
+use super::{CancelCause, JobId, JobState, Outcome, RunOutcome, TargetKey};
 use crate::job::JobKind;
 
 #[derive(Debug, Clone, Serialize)]
@@ -24,17 +24,17 @@ pub struct DeliveryRow {
     /// a replayed body's). Unset on duplicates recorded before it was kept.
     pub duplicate_of: Option<i64>,
     /// Jobs this delivery created (for a duplicate: the original's).
-    pub jobs: Vec<i64>,
+    pub jobs: Vec<JobId>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct JobRow {
-    pub id: i64,
+    pub id: JobId,
     pub delivery: Option<i64>,
     pub kind: JobKind,
     /// The job as stored: the typed [`crate::job::Job`] as JSON.
     pub payload: serde_json::Value,
-    pub target_key: String,
+    pub target_key: TargetKey,
     pub state: JobState,
     pub attempts: i64,
     pub max_attempts: i64,

@@ -4,7 +4,7 @@
 
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{CompressedPayload, NewDelivery, Outcome, Recorded, SqliteStore, Store};
-use forgehand_types::{ForgeKind, Repo};
+use forgehand_types::{ForgeKind, JobId, Repo, TargetKey};
 use sqlx::Row;
 
 fn delivery(id: &str, outcome: Outcome, jobs: usize) -> NewDelivery {
@@ -330,10 +330,10 @@ async fn migration_0007_fills_in_the_cause_from_the_error_text() {
     let Recorded::New { jobs, .. } = &recorded[0] else {
         panic!("{recorded:?}")
     };
-    let target = "github:acme/widgets#1";
+    let target = &TargetKey::from_stored("github:acme/widgets#1".into());
     store.supersede_waiting(target, jobs[1]).await.unwrap();
     store
-        .request_stop(target, jobs[2] + 1, "stopped by @m")
+        .request_stop(target, JobId(jobs[2].get() + 1), "stopped by @m")
         .await
         .unwrap();
 
@@ -346,7 +346,7 @@ async fn migration_0007_fills_in_the_cause_from_the_error_text() {
     let backfill = backfill.split_once(";\n").unwrap().1;
     sqlx::raw_sql(backfill).execute(pool).await.unwrap();
     let history = store.target_history(target, 10).await.unwrap();
-    let cause = |id: i64| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
+    let cause = |id: JobId| history.iter().find(|j| j.id == id).unwrap().cancel_cause;
     assert_eq!(cause(jobs[0]), Some(CancelCause::Superseded));
     assert_eq!(cause(jobs[1]), Some(CancelCause::Stopped));
     assert_eq!(cause(jobs[2]), Some(CancelCause::Stopped));

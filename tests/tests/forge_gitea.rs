@@ -163,7 +163,7 @@ async fn opens_a_pull_request_once_and_updates_it_after() {
                 let git = git2::Repository::open_bare(&s.git_dirs["acme/demo"]).unwrap();
                 let main = git.find_reference("refs/heads/main").unwrap();
                 let id = main.peel_to_commit().unwrap().id();
-                id.to_string()
+                forgehand_types::CommitSha::parse(&id.to_string()).unwrap()
             }),
             &CommitStatus {
                 state: StatusState::Success,

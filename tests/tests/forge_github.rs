@@ -39,13 +39,13 @@ async fn fake() -> FakeForge {
 }
 
 /// The commit of `main` in the fake's repository.
-fn main_commit(forge: &FakeForge) -> String {
+fn main_commit(forge: &FakeForge) -> forgehand_types::CommitSha {
     forge.with(|s| {
         let dir = s.git_dirs["acme/demo"].clone();
         let git = git2::Repository::open_bare(dir).unwrap();
         let main = git.find_reference("refs/heads/main").unwrap();
         let id = main.peel_to_commit().unwrap().id();
-        id.to_string()
+        forgehand_types::CommitSha::parse(&id.to_string()).unwrap()
     })
 }
 

@@ -208,7 +208,7 @@ impl Job {
                 &CommitRequest {
                     message,
                     co_author: None,
-                    job: 8,
+                    job: forgehand_types::JobId(8),
                 },
                 Some(&|repo| {
                     let request = PushRequest {

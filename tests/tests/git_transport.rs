@@ -308,7 +308,7 @@ async fn commit_as_the_bot_and_push_only_to_its_own_branch() {
         let request = CommitRequest {
             message: "Fix the thing",
             co_author: Some(("Maintainer", "m@example.invalid")),
-            job: 77,
+            job: forgehand_types::JobId(77),
         };
         assert_eq!(commit_all(&repo, &bot, &request).unwrap(), None, "nothing changed yet");
         std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
@@ -426,7 +426,7 @@ async fn canary_hooks_and_fsmonitor_planted_in_the_tree_never_run_on_the_host() 
             &CommitRequest {
                 message: "work",
                 co_author: None,
-                job: 1,
+                job: forgehand_types::JobId(1),
             },
         )
         .unwrap()
@@ -516,7 +516,7 @@ async fn a_follow_up_continues_the_bots_branch() {
             .unwrap();
         drop(mirror);
         std::fs::write(tree.join("a.txt"), "first\n").unwrap();
-        let first = commit_all(&first_repo, &bot(), &request(1))
+        let first = commit_all(&first_repo, &bot(), &request(forgehand_types::JobId(1)))
             .unwrap()
             .unwrap();
         push(&first_repo, None).unwrap();
@@ -535,7 +535,9 @@ async fn a_follow_up_continues_the_bots_branch() {
         );
         assert_eq!(repo.head().unwrap().shorthand(), Some(branch));
         std::fs::write(tree.join("a.txt"), "second\n").unwrap();
-        let second = commit_all(&repo, &bot(), &request(2)).unwrap().unwrap();
+        let second = commit_all(&repo, &bot(), &request(forgehand_types::JobId(2)))
+            .unwrap()
+            .unwrap();
         assert_eq!(
             repo.find_commit(second).unwrap().parent_id(0).unwrap(),
             first

@@ -107,7 +107,7 @@ impl World {
 
     fn labeled_by(&self, sender: &str) -> ClaimedJob {
         ClaimedJob {
-            id: 1,
+            id: forgehand_types::JobId(1),
             run: 1,
             attempt: 1,
             max_attempts: 3,
@@ -371,7 +371,7 @@ async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies
         )
     });
     let mut job = w.labeled_by("maintainer");
-    job.id = 2;
+    job.id = forgehand_types::JobId(2);
     job.job.target = pr;
     job.job.on_pull_request = true;
     job.job.task = Task::Review {

@@ -4,7 +4,10 @@
 //! (the store used to compile octocrab and libgit2 for three enums).
 
 pub mod config;
+mod ids;
 pub mod reason;
+
+pub use ids::{CommitSha, JobId, NotACommit, TargetKey};
 
 use serde::{Deserialize, Serialize};
 

@@ -7,6 +7,7 @@
 // No function here over 80 lines (clippy.toml): a stage is a function.
 #![warn(clippy::too_many_lines)]
 
+mod flow;
 mod orders;
 mod prepare;
 pub mod replies;
@@ -149,7 +150,7 @@ impl forgehand_queue::JobHandler for Pipeline {
             Err(e) => Err(e),
         };
         if let Err(error) = result {
-            tracing::warn!(job_id = claimed.id, %error, "the dead job's status comment could not be set");
+            tracing::warn!(job_id = claimed.id.get(), %error, "the dead job's status comment could not be set");
         }
     }
 
@@ -194,7 +195,7 @@ impl forgehand_queue::JobHandler for Pipeline {
             steps: Steps::new(),
             started: Instant::now(),
         };
-        run.steps.done(stages::Stage::Authorized);
+        run.steps.done(forgehand_jobcore::Stage::Authorized);
         // A stop drops the work where it is: the sandbox goes with it.
         let outcome = tokio::select! {
             outcome = self.authorized_work(&mut run, assignment) => outcome,

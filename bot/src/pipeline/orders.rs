@@ -2,11 +2,11 @@
 //! the last failed work again, `go` carries out the last plan.
 
 use forgehand_forge::ReviewState;
+use forgehand_types::JobId;
 
 use crate::job::{Command, HeldCommit, HeldFor, JobOutcome, JobResult, Task};
 use crate::store::{CancelCause, ClaimedJob, JobLedger, JobState, StoreResult, TargetJob};
 
-use super::prepare::PlanStep;
 use super::replies;
 
 /// Work for the pipeline.
@@ -178,7 +178,7 @@ fn order_for(task: &Task, on_pull_request: bool) -> Option<Order> {
 /// leaving out the ones a newer request superseded.
 fn earlier_work(
     history: &[TargetJob],
-    current: i64,
+    current: JobId,
 ) -> impl Iterator<Item = (&TargetJob, Order)> + '_ {
     history
         .iter()
@@ -308,4 +308,14 @@ async fn go(claimed: &ClaimedJob, store: &dyn JobLedger) -> StoreResult<Resolved
             outcome: JobOutcome::NoPlan,
         },
     })
+}
+
+/// Where an issue job stands with `/forgehand plan` and `go`.
+pub(super) enum PlanStep {
+    /// No plan asked for: do the work.
+    None,
+    /// `/forgehand plan`: propose, change nothing.
+    Propose,
+    /// `/forgehand go` after a plan: do the work the plan describes.
+    Approved(String),
 }

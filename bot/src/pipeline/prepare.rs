@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use forgehand_forge::api::{ForgeApi, PullRequest, RepoRef, Review, ReviewComment};
 use forgehand_forge::ReviewState;
 
-use super::orders::Order;
+use super::orders::{Order, PlanStep};
 use super::run::JobRun;
 use super::work::Work;
 use super::{Failure, Pipeline};
@@ -77,16 +77,6 @@ struct AnnouncedReview<'a> {
     pub id: Option<u64>,
     pub state: ReviewState,
     pub body: &'a str,
-}
-
-/// Where an issue job stands with `/forgehand plan` and `go`.
-pub(super) enum PlanStep {
-    /// No plan asked for: do the work.
-    None,
-    /// `/forgehand plan`: propose, change nothing.
-    Propose,
-    /// `/forgehand go` after a plan: do the work the plan describes.
-    Approved(String),
 }
 
 impl Pipeline {

@@ -5,6 +5,8 @@
 
 use crate::job::{Command, Job, Task};
 use crate::store::JobState;
+use forgehand_agent::tools::ThreadReply;
+use forgehand_types::JobId;
 
 /// To someone without write access, once.
 pub fn not_authorized(requester: &str) -> String {
@@ -31,7 +33,7 @@ pub fn nothing_to_retry_yet(job: &Job) -> String {
 
 /// `retry` or `allow-sensitive` when the last work did not fail: it
 /// succeeded, or it is still running or waiting.
-pub fn nothing_to_retry(job: &Job, last: i64, state: JobState) -> String {
+pub fn nothing_to_retry(job: &Job, last: JobId, state: JobState) -> String {
     let how = match state {
         JobState::Queued => "is still waiting",
         JobState::Running => "is still running",
@@ -72,7 +74,7 @@ pub fn unsupported(job: &Job) -> String {
 /// An allowance given for a held change that needs another one too.
 pub fn also_needed(
     job: &Job,
-    held_by: i64,
+    held_by: JobId,
     held: &crate::job::HeldCommit,
     missing: &[crate::job::HeldFor],
 ) -> String {
@@ -80,10 +82,59 @@ pub fn also_needed(
         .iter()
         .map(|m| format!("`/forgehand {}`", m.command()))
         .collect();
-    let short: String = held.commit.chars().take(10).collect();
+    let short = held.commit.short();
     format!(
         "@{} noted. The change job {held_by} kept (commit `{short}`) also needs {} before I push it.",
         job.requested_by,
         commands.join(" and ")
     )
+}
+
+/// The answer in review thread `n` (numbered from 1, as the task lists
+/// them): "Done in <sha>." with the agent's note when it changed the code
+/// for it, the agent's reason when it did not, and "Done in <sha>." when
+/// the agent said nothing of that thread.
+pub(super) fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
+    match replies.iter().find(|r| r.thread == n) {
+        Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
+        Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),
+        Some(r) if r.note.trim().is_empty() => "No change for this one.".to_owned(),
+        Some(r) => format!("No change: {}", r.note.trim()),
+        None => format!("Done in {sha}."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(thread: usize, changed: bool, note: &str) -> ThreadReply {
+        ThreadReply {
+            thread,
+            changed,
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn each_thread_gets_the_agents_answer_or_done() {
+        let replies = [
+            reply(1, true, "Renamed it."),
+            reply(2, false, "The name is used by the public API."),
+            reply(3, true, " "),
+            reply(5, false, ""),
+        ];
+        let sha = "0123456789";
+        assert_eq!(
+            thread_reply(&replies, 1, sha),
+            "Done in 0123456789: Renamed it."
+        );
+        assert_eq!(
+            thread_reply(&replies, 2, sha),
+            "No change: The name is used by the public API."
+        );
+        assert_eq!(thread_reply(&replies, 3, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 4, sha), "Done in 0123456789.");
+        assert_eq!(thread_reply(&replies, 5, sha), "No change for this one.");
+    }
 }

@@ -5,11 +5,11 @@ use std::time::Instant;
 use forgehand_forge::api::{ForgeApi, RepoRef};
 use secrecy::SecretString;
 
-use super::stages::Stage;
 use super::status::StatusComment;
 use crate::job::{Job, StepTime};
 use crate::store::ClaimedJob;
 use forgehand_agent::prompts::Prompts;
+use forgehand_jobcore::Stage;
 
 /// What the stages of an authorized job share: the job, the forge, its
 /// status comment, the prompts (loaded once), every secret of the job,

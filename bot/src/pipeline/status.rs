@@ -1,14 +1,15 @@
 //! The one status comment a job keeps up to date, and the pull request's
 //! body: what a maintainer reads.
 
+use forgehand_types::JobId;
 use std::time::Duration;
 
 use forgehand_forge::api::{ForgeApi, ForgeError, RepoRef};
 
-use super::stages::Stage;
 use crate::trigger::BotIdentity;
 use forgehand_gate::markdown;
 use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_jobcore::Stage;
 use forgehand_types::reason::Reason;
 
 /// The status comment while the job runs: the checklist's stages before
@@ -213,7 +214,7 @@ pub fn held(reason: forgehand_gate::RefusalReason, held: &crate::job::HeldCommit
         [one] => one.clone(),
         many => format!("{} (each of them, in any order)", many.join(" and ")),
     };
-    let short: String = held.commit.chars().take(10).collect();
+    let short = held.commit.short();
     out.push_str(&format!(
         "\nThe change is kept as commit `{short}`, on no branch the forge sees. Saying \
          {saying} pushes exactly that commit and opens the pull request; the agent does not \
@@ -246,14 +247,14 @@ fn capitalized(text: &str) -> String {
 /// The hidden line that marks a job's status comment, so that a job run
 /// again (a crash, a retry of the attempt) finds and edits its comment
 /// instead of adding a second one.
-pub fn marker(job: i64) -> String {
+pub fn marker(job: JobId) -> String {
     format!("<!-- forgehand:job:{job} -->")
 }
 
 /// The one status comment of a job on the forge.
 pub struct StatusComment {
     pub id: u64,
-    job: i64,
+    job: JobId,
     attempt: Attempt,
 }
 
@@ -265,7 +266,7 @@ impl StatusComment {
         api: &dyn ForgeApi,
         repo: &RepoRef,
         target: u64,
-        job: i64,
+        job: JobId,
         attempt: Attempt,
         bot: &BotIdentity,
     ) -> Result<Self, ForgeError> {
@@ -298,7 +299,7 @@ impl StatusComment {
         api: &dyn ForgeApi,
         repo: &RepoRef,
         target: u64,
-        job: i64,
+        job: JobId,
         bot: &BotIdentity,
     ) -> Result<Option<Self>, ForgeError> {
         Ok(Self::earlier(api, repo, target, job, bot)
@@ -314,7 +315,7 @@ impl StatusComment {
         api: &dyn ForgeApi,
         repo: &RepoRef,
         target: u64,
-        job: i64,
+        job: JobId,
         bot: &BotIdentity,
     ) -> Result<Option<forgehand_forge::api::Comment>, ForgeError> {
         let mark = marker(job);

@@ -11,14 +11,15 @@ use forgehand_gate::RefusalReason;
 use insta::assert_snapshot;
 
 use super::replies;
-use super::stages::answer::thread_reply;
-use super::stages::Stage;
+use super::replies::thread_reply;
 use super::status::{self, Attempt, PullRequestBody};
 use crate::job::{Command, HeldCommit, HeldFor, Job, Task};
 use crate::store::JobState;
 use forgehand_agent::tools::{CommandRun, ThreadReply};
 use forgehand_jobcore::environment::{By, EnvironmentReport, TestCommand, Testing};
+use forgehand_jobcore::Stage;
 use forgehand_types::reason::{Budget, EnvProblem, Reason};
+use forgehand_types::JobId;
 
 fn job(task: Task, on_pull_request: bool) -> Job {
     Job {
@@ -183,7 +184,8 @@ fn the_status_comments_final_forms() {
 
 fn held(held_for: Vec<HeldFor>) -> HeldCommit {
     HeldCommit {
-        commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        commit: forgehand_types::CommitSha::parse("0123456789abcdef0123456789abcdef01234567")
+            .unwrap(),
         reference: "refs/forgehand/held/12".into(),
         branch: "forgehand/7-fix-add".into(),
         base: "main".into(),
@@ -227,7 +229,7 @@ fn the_status_comment_of_a_held_change() {
         "
     );
     assert_snapshot!(
-        replies::also_needed(&job(Task::Assigned, false), 12, &held(vec![HeldFor::Destructive, HeldFor::Sensitive]), &[HeldFor::Destructive]),
+        replies::also_needed(&job(Task::Assigned, false), JobId(12), &held(vec![HeldFor::Destructive, HeldFor::Sensitive]), &[HeldFor::Destructive]),
         @"@maintainer noted. The change job 12 kept (commit `0123456789`) also needs `/forgehand allow-destructive` before I push it."
     );
 }
@@ -528,8 +530,8 @@ fn the_one_line_replies() {
         replies::not_authorized("drive-by"),
         replies::nothing_to_stop(&labeled),
         replies::nothing_to_retry_yet(&labeled),
-        replies::nothing_to_retry(&labeled, 12, JobState::Succeeded),
-        replies::nothing_to_retry(&labeled, 12, JobState::Running),
+        replies::nothing_to_retry(&labeled, JobId(12), JobState::Succeeded),
+        replies::nothing_to_retry(&labeled, JobId(12), JobState::Running),
         replies::no_plan(&labeled),
         replies::unsupported(&plan_on_pr),
     ];

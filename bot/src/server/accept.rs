@@ -4,14 +4,23 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use forgehand_forge::Event;
+use forgehand_forge::{Event, ForgeKind};
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::webhook::Understood;
+use super::body::HeldBody;
 use super::AppState;
 use crate::store::{CompressedPayload, NewDelivery, NewJob, Outcome, PayloadDigest, Recorded};
 use crate::trigger::{decide, Decision};
+
+/// A delivery the webhook handler verified and read: what is recorded.
+pub(super) struct Understood {
+    pub forge: ForgeKind,
+    pub event_header: String,
+    pub delivery_id: String,
+    pub event: forgehand_forge::Event,
+    pub body: HeldBody,
+}
 
 pub(super) async fn accept(state: &AppState, u: Understood, received_at: i64) -> Response {
     let event_name = u.event.name();

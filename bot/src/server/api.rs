@@ -7,6 +7,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use forgehand_types::JobId;
 use secrecy::ExposeSecret;
 use serde::Deserialize;
 use serde_json::json;
@@ -102,7 +103,7 @@ async fn deliveries(State(state): State<AppState>, Query(p): Query<DeliveriesPar
 #[derive(Deserialize)]
 pub struct JobsParams {
     state: Option<JobState>,
-    before: Option<i64>,
+    before: Option<JobId>,
     limit: Option<u32>,
 }
 
@@ -121,7 +122,7 @@ async fn jobs(State(state): State<AppState>, Query(p): Query<JobsParams>) -> Res
     }
 }
 
-async fn job(State(state): State<AppState>, Path(id): Path<i64>) -> Response {
+async fn job(State(state): State<AppState>, Path(id): Path<JobId>) -> Response {
     match state.store.job(id).await {
         Ok(Some(detail)) => Json(redacted(&detail)).into_response(),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no job {id}")),

@@ -16,16 +16,17 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use forgehand_forge::parse_delivery;
 use forgehand_forge::webhook::signature::{self, SignatureError};
 use forgehand_forge::webhook::DeliveryHeaders;
-use forgehand_forge::{parse_delivery, ForgeKind};
 use secrecy::SecretString;
 use serde_json::json;
 use tracing::{debug, info_span, warn, Instrument, Span};
 
-use super::body::{self, BodyError, HeldBody};
+use super::accept::{self, Understood};
+use super::body::{self, BodyError};
 use super::refusals::{self, bounded, MAX_DELIVERY_ID_BYTES, MAX_EVENT_BYTES};
-use super::{accept, replay, AppState};
+use super::{replay, AppState};
 use crate::time::now_ms;
 
 /// Which webhook endpoint a delivery came to: its secrets, and the forges
@@ -210,14 +211,6 @@ fn answer_refusal(refusal: Refusal, reason: &str) -> Response {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static(seconds));
     }
     response
-}
-
-pub(super) struct Understood {
-    pub forge: ForgeKind,
-    pub event_header: String,
-    pub delivery_id: String,
-    pub event: forgehand_forge::Event,
-    pub body: HeldBody,
 }
 
 async fn understand(

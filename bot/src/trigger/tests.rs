@@ -120,7 +120,7 @@ fn the_configured_label_queues_work_on_the_issue() {
     );
     assert_eq!(job.target, 7);
     assert_eq!(job.requested_by, "maintainer");
-    assert_eq!(job.target_key(), "github:acme/widgets#7");
+    assert_eq!(job.target_key().as_str(), "github:acme/widgets#7");
     assert_eq!(detail, "label:forgehand");
 }
 

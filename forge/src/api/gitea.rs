@@ -2,6 +2,7 @@
 //! Answers are read into the shared wire types ([`super::wire`]); what
 //! Gitea names its own way (review states, permissions) is here.
 
+use forgehand_types::CommitSha;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -498,10 +499,10 @@ impl ForgeApi for GiteaClient {
     async fn set_status(
         &self,
         repo: &RepoRef,
-        sha: &str,
+        sha: &CommitSha,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
-        let path = format!("{}/statuses/{}", Self::repo_path(repo), seg(sha));
+        let path = format!("{}/statuses/{}", Self::repo_path(repo), seg(sha.as_str()));
         self.send(Method::POST, &path, Some(&Status::from(status)))
             .await
             .map(drop)

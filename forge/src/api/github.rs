@@ -4,6 +4,7 @@
 //! until shortly before it expires; when many jobs need a new one at the
 //! same moment, one request fetches it and the others wait for it.
 
+use forgehand_types::CommitSha;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -618,7 +619,7 @@ impl ForgeApi for GitHubClient {
     async fn set_status(
         &self,
         repo: &RepoRef,
-        sha: &str,
+        sha: &CommitSha,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
         // An App reports with a check run, which shows in the pull
@@ -627,7 +628,7 @@ impl ForgeApi for GitHubClient {
         let answer = match &self.mode {
             Mode::App { .. } => {
                 let path = format!("{}/check-runs", repo_path(repo));
-                let run = check_run(sha, status);
+                let run = check_run(sha.as_str(), status);
                 self.call(repo, Method::POST, &path, Some(&run)).await
             }
             Mode::Token(..) => {

@@ -15,6 +15,7 @@ pub use retrying::{RetryPolicy, Retrying};
 
 pub use crate::model::{Actor, Comment, Issue, IssueState, PullRequest, RepoRef, ReviewState};
 
+use forgehand_types::CommitSha;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -199,7 +200,7 @@ pub trait ForgeApi: Send + Sync {
     async fn set_status(
         &self,
         repo: &RepoRef,
-        sha: &str,
+        sha: &CommitSha,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError>;
     /// The user name and token host-side git uses over HTTPS for `repo`

@@ -6,6 +6,7 @@
 //! pipeline makes every forge call through it, so no path to the forge
 //! is left unfiltered by forgetting to call a function.
 
+use forgehand_types::CommitSha;
 use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
@@ -182,7 +183,7 @@ impl ForgeApi for Outbound {
     async fn set_status(
         &self,
         repo: &RepoRef,
-        sha: &str,
+        sha: &CommitSha,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
         let description = self.filter(repo, Place::StatusDescription, status.description);
@@ -312,7 +313,7 @@ mod tests {
         async fn set_status(
             &self,
             _: &RepoRef,
-            _: &str,
+            _: &CommitSha,
             status: &CommitStatus<'_>,
         ) -> Result<(), ForgeError> {
             self.sent(status.description);
@@ -367,7 +368,9 @@ mod tests {
             description: &text,
             target_url: None,
         };
-        api.set_status(&repo, "abc", &status).await.unwrap();
+        api.set_status(&repo, &CommitSha::parse(&"a".repeat(40)).unwrap(), &status)
+            .await
+            .unwrap();
         // A token the forge hands out is redacted from then on.
         let (_, token) = api.git_credentials(&repo).await.unwrap();
         let learned = format!("token {}", secrecy::ExposeSecret::expose_secret(&token));

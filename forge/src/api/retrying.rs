@@ -12,6 +12,7 @@
 //! pull request already takes the open one from the branch; edits,
 //! reactions, review requests and statuses are the same when repeated.
 
+use forgehand_types::CommitSha;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -291,7 +292,7 @@ impl ForgeApi for Retrying {
     async fn set_status(
         &self,
         repo: &RepoRef,
-        sha: &str,
+        sha: &CommitSha,
         status: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
         self.policy

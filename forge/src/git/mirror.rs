@@ -7,6 +7,7 @@
 //! lock, so concurrent fetches cannot corrupt it. The fetch is retried
 //! within the attempt when a passing fault ends it (see [`super::retry`]).
 
+use forgehand_types::JobId;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -127,7 +128,7 @@ const MIRROR_REFSPECS: [&str; 2] = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:
 pub const HELD_PREFIX: &str = "refs/forgehand/held/";
 
 /// The ref a job's held commit is kept at.
-pub fn held_ref(job: i64) -> String {
+pub fn held_ref(job: JobId) -> String {
     format!("{HELD_PREFIX}{job}")
 }
 

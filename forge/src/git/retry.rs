@@ -20,35 +20,9 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
+pub use super::transport::GitCall;
 use super::transport::TransportError;
 use crate::api::RetryPolicy;
-
-/// A network call to a git server, as errors and logs name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GitCall {
-    /// The mirror's fetch (its first clone included).
-    Fetch,
-    /// The push of the bot's branch.
-    Push,
-    /// Where the server's branches are (the push's lease).
-    ListRemote,
-}
-
-impl GitCall {
-    pub fn name(self) -> &'static str {
-        match self {
-            GitCall::Fetch => "git fetch",
-            GitCall::Push => "git push",
-            GitCall::ListRemote => "git ls-remote",
-        }
-    }
-}
-
-impl std::fmt::Display for GitCall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How a failed try reads to the retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,23 +213,6 @@ pub fn remote_name(url: &str) -> String {
     // scp-like `user@host:path`, or a local path.
     let rest = url.rsplit_once('@').map_or(url, |(_, rest)| rest);
     rest.split(['?', '#']).next().unwrap_or(rest).to_owned()
-}
-
-/// The message under a [`TransportError::Call`]: the cause's own, without
-/// the `git: ` a bare libgit2 error displays with.
-pub(super) fn cause(error: &TransportError) -> String {
-    match error {
-        TransportError::Git(error) => error.message().to_owned(),
-        other => other.to_string(),
-    }
-}
-
-pub(super) fn tries_note(tries: u32) -> String {
-    if tries > 1 {
-        format!(" ({tries} tries)")
-    } else {
-        String::new()
-    }
 }
 
 #[cfg(test)]

@@ -49,13 +49,57 @@ pub enum TransportError {
     Git(#[from] git2::Error),
     /// A network call that failed, named with its remote (never its
     /// credentials) and how often it was tried (see [`super::retry`]).
-    #[error("{call} {remote}: {}{}", super::retry::cause(cause), super::retry::tries_note(*tries))]
+    #[error("{call} {remote}: {}{}", cause_of(cause), tries_note(*tries))]
     Call {
-        call: super::retry::GitCall,
+        call: GitCall,
         remote: String,
         tries: u32,
         cause: Box<TransportError>,
     },
+}
+
+/// A network call to a git server, as errors and logs name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitCall {
+    /// The mirror's fetch (its first clone included).
+    Fetch,
+    /// The push of the bot's branch.
+    Push,
+    /// Where the server's branches are (the push's lease).
+    ListRemote,
+}
+
+impl GitCall {
+    pub fn name(self) -> &'static str {
+        match self {
+            GitCall::Fetch => "git fetch",
+            GitCall::Push => "git push",
+            GitCall::ListRemote => "git ls-remote",
+        }
+    }
+}
+
+impl std::fmt::Display for GitCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The message under a [`TransportError::Call`]: the cause's own, without
+/// the `git: ` a bare libgit2 error displays with.
+fn cause_of(error: &TransportError) -> String {
+    match error {
+        TransportError::Git(error) => error.message().to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn tries_note(tries: u32) -> String {
+    if tries > 1 {
+        format!(" ({tries} tries)")
+    } else {
+        String::new()
+    }
 }
 
 impl std::fmt::Debug for Credentials {

@@ -15,6 +15,7 @@ pub use forgehand_store::{
     Store,
 };
 use forgehand_types::{ForgeKind, Repo};
+pub use forgehand_types::{JobId, TargetKey};
 pub use tokio::sync::Notify;
 
 /// What a scripted attempt hands back: the queue keeps it serialised as
@@ -84,12 +85,12 @@ pub fn job(target: u64) -> Job {
 }
 
 impl Queue {
-    pub async fn enqueue(&self, targets: &[u64]) -> Vec<i64> {
+    pub async fn enqueue(&self, targets: &[u64]) -> Vec<JobId> {
         self.enqueue_jobs(targets.iter().map(|&t| job(t)).collect())
             .await
     }
 
-    pub async fn enqueue_jobs(&self, jobs: Vec<Job>) -> Vec<i64> {
+    pub async fn enqueue_jobs(&self, jobs: Vec<Job>) -> Vec<JobId> {
         let mut ids = Vec::new();
         for job in jobs {
             let target = job.target;
@@ -125,7 +126,7 @@ impl Queue {
         ids
     }
 
-    pub async fn state(&self, id: i64) -> (JobState, i64, Option<String>, Vec<String>) {
+    pub async fn state(&self, id: JobId) -> (JobState, i64, Option<String>, Vec<String>) {
         let detail = self.store.job(id).await.unwrap().unwrap();
         let runs = detail
             .runs
@@ -150,7 +151,7 @@ impl Queue {
 
     /// Waits until job `id` is in `state`; fails the test, saying it
     /// hung, after [`HANG`].
-    pub async fn wait_for(&self, id: i64, state: JobState) {
+    pub async fn wait_for(&self, id: JobId, state: JobState) {
         let deadline = tokio::time::Instant::now() + HANG;
         while tokio::time::Instant::now() < deadline {
             if self.state(id).await.0 == state {
@@ -208,11 +209,11 @@ pub fn uuid() -> String {
 /// what it ran.
 pub struct Scripted {
     pub script: Box<dyn Fn(&ClaimedJob) -> Step + Send + Sync>,
-    pub ran: Mutex<Vec<(i64, u32)>>,
+    pub ran: Mutex<Vec<(JobId, u32)>>,
     pub running: AtomicU32,
     pub max_concurrent: AtomicU32,
     /// The jobs the queue said were dead-lettered without a last word.
-    pub dead_lettered: Mutex<Vec<(i64, String)>>,
+    pub dead_lettered: Mutex<Vec<(JobId, String)>>,
 }
 
 pub enum Step {
@@ -347,16 +348,21 @@ mod counting {
 
     #[async_trait]
     impl JobLedger for CountingReaps {
-        async fn target_history(&self, key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
+        async fn target_history(&self, key: &TargetKey, limit: u32) -> StoreResult<Vec<TargetJob>> {
             self.inner.target_history(key, limit).await
         }
-        async fn supersede_waiting(&self, key: &str, by: i64) -> StoreResult<Vec<i64>> {
+        async fn supersede_waiting(&self, key: &TargetKey, by: JobId) -> StoreResult<Vec<JobId>> {
             self.inner.supersede_waiting(key, by).await
         }
-        async fn request_stop(&self, key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>> {
+        async fn request_stop(
+            &self,
+            key: &TargetKey,
+            by: JobId,
+            reason: &str,
+        ) -> StoreResult<Vec<JobId>> {
             self.inner.request_stop(key, by, reason).await
         }
-        async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()> {
+        async fn record_result(&self, job: JobId, result: &serde_json::Value) -> StoreResult<()> {
             self.inner.record_result(job, result).await
         }
     }
@@ -400,7 +406,7 @@ mod counting {
         async fn installations(&self) -> StoreResult<Vec<InstallationRow>> {
             self.inner.installations().await
         }
-        async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
+        async fn stop_requested(&self, job: JobId) -> StoreResult<Option<String>> {
             self.inner.stop_requested(job).await
         }
         async fn list_deliveries(&self, query: &DeliveryQuery) -> StoreResult<Vec<DeliveryRow>> {
@@ -409,7 +415,7 @@ mod counting {
         async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>> {
             self.inner.list_jobs(query).await
         }
-        async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>> {
+        async fn job(&self, id: JobId) -> StoreResult<Option<JobDetail>> {
             self.inner.job(id).await
         }
         async fn job_counts(&self) -> StoreResult<Vec<(JobState, i64)>> {

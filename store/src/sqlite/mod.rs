@@ -79,12 +79,13 @@ const CLAIM_TRIES: usize = 3;
 /// Cancels a target's waiting work (older than job `by`).
 async fn cancel_waiting(
     tx: &mut sqlx::SqliteConnection,
-    target_key: &str,
-    by: i64,
+    target_key: &TargetKey,
+    by: JobId,
     reason: &str,
     cause: CancelCause,
     now: i64,
-) -> StoreResult<Vec<i64>> {
+) -> StoreResult<Vec<JobId>> {
+    let (target_key, by) = (target_key.as_str(), by.get());
     Ok(sqlx::query_file_scalar!(
         "queries/jobs/cancel_waiting.sql",
         reason,
@@ -94,7 +95,10 @@ async fn cancel_waiting(
         cause
     )
     .fetch_all(tx)
-    .await?)
+    .await?
+    .into_iter()
+    .map(JobId)
+    .collect())
 }
 
 /// A stored job, read back.
@@ -163,27 +167,36 @@ impl Ending {
 
 #[async_trait]
 impl JobLedger for SqliteStore {
-    async fn target_history(&self, target_key: &str, limit: u32) -> StoreResult<Vec<TargetJob>> {
+    async fn target_history(
+        &self,
+        target_key: &TargetKey,
+        limit: u32,
+    ) -> StoreResult<Vec<TargetJob>> {
         let limit = i64::from(limit);
-        let rows = sqlx::query_file!("queries/jobs/target_history.sql", target_key, limit)
+        let key = target_key.as_str();
+        let rows = sqlx::query_file!("queries/jobs/target_history.sql", key, limit)
             .fetch_all(&self.pool)
             .await?;
         rows.into_iter()
             .map(|row| {
                 Ok(TargetJob {
-                    id: row.id,
+                    id: JobId(row.id),
                     state: row.state,
                     job: stored_job(row.id, &row.payload)?,
                     result: row.result.and_then(|r| serde_json::from_str(&r).ok()),
                     error: row.last_error,
-                    stopped_by: row.stopped_by,
+                    stopped_by: row.stopped_by.map(JobId),
                     cancel_cause: row.cancel_cause,
                 })
             })
             .collect()
     }
 
-    async fn supersede_waiting(&self, target_key: &str, by: i64) -> StoreResult<Vec<i64>> {
+    async fn supersede_waiting(
+        &self,
+        target_key: &TargetKey,
+        by: JobId,
+    ) -> StoreResult<Vec<JobId>> {
         let mut tx = self.pool.begin().await?;
         let reason = format!("superseded by job {by}, a newer request");
         let cause = CancelCause::Superseded;
@@ -192,21 +205,28 @@ impl JobLedger for SqliteStore {
         Ok(cancelled)
     }
 
-    async fn request_stop(&self, target_key: &str, by: i64, reason: &str) -> StoreResult<Vec<i64>> {
+    async fn request_stop(
+        &self,
+        target_key: &TargetKey,
+        by: JobId,
+        reason: &str,
+    ) -> StoreResult<Vec<JobId>> {
         let now = now_ms();
+        let (key, by_id) = (target_key.as_str(), by.get());
         let mut tx = self.pool.begin().await?;
-        let mut stopped =
-            sqlx::query_file_scalar!("queries/jobs/request_stop.sql", reason, by, now, target_key)
+        let stopped =
+            sqlx::query_file_scalar!("queries/jobs/request_stop.sql", reason, by_id, now, key)
                 .fetch_all(&mut *tx)
                 .await?;
         let cause = CancelCause::Stopped;
-        stopped.extend(cancel_waiting(&mut tx, target_key, by, reason, cause, now).await?);
+        let waiting = cancel_waiting(&mut tx, target_key, by, reason, cause, now).await?;
         tx.commit().await?;
-        Ok(stopped)
+        Ok(stopped.into_iter().map(JobId).chain(waiting).collect())
     }
 
-    async fn record_result(&self, job: i64, result: &serde_json::Value) -> StoreResult<()> {
+    async fn record_result(&self, job: JobId, result: &serde_json::Value) -> StoreResult<()> {
         let result = result.to_string();
+        let job = job.get();
         let now = now_ms();
         sqlx::query_file!("queries/jobs/record_result.sql", result, now, job)
             .execute(&self.pool)
@@ -265,7 +285,7 @@ impl Store for SqliteStore {
             .await?;
             tx.commit().await?;
             return Ok(Some(ClaimedJob {
-                id: claimed.id,
+                id: JobId(claimed.id),
                 run,
                 attempt: claimed.attempts as u32,
                 max_attempts: claimed.max_attempts as u32,
@@ -285,11 +305,12 @@ impl Store for SqliteStore {
     ) -> StoreResult<bool> {
         let now = now_ms();
         let lease_end = now + lease.as_millis() as i64;
+        let job_id = job.id.get();
         let updated = sqlx::query_file!(
             "queries/claim/heartbeat.sql",
             lease_end,
             now,
-            job.id,
+            job_id,
             worker
         )
         .execute(&self.pool)
@@ -307,6 +328,7 @@ impl Store for SqliteStore {
         let ending = Ending::of(finish);
         let finished_at = (ending.state != JobState::Queued).then_some(now);
         let mut tx = self.pool.begin().await?;
+        let job_id = job.id.get();
         let updated = sqlx::query_file!(
             "queries/claim/finish.sql",
             ending.state,
@@ -316,7 +338,7 @@ impl Store for SqliteStore {
             ending.run_at,
             now,
             finished_at,
-            job.id,
+            job_id,
             worker,
             ending.cancel_cause
         )
@@ -362,7 +384,7 @@ impl Store for SqliteStore {
         let mut dead = Vec::with_capacity(dying.len());
         for row in dying {
             dead.push(ClaimedJob {
-                id: row.id,
+                id: JobId(row.id),
                 run: row.run,
                 attempt: row.attempts as u32,
                 max_attempts: row.max_attempts as u32,
@@ -404,6 +426,7 @@ impl Store for SqliteStore {
                 }
                 _ => self.jobs_of_delivery(row.id).await?,
             };
+            let jobs = jobs.into_iter().map(JobId).collect();
             listed.push(DeliveryRow {
                 id: row.id,
                 forge: row.forge,
@@ -426,7 +449,7 @@ impl Store for SqliteStore {
     }
 
     async fn list_jobs(&self, query: &JobQuery) -> StoreResult<Vec<JobRow>> {
-        let before = query.before.unwrap_or(i64::MAX);
+        let before = query.before.map_or(i64::MAX, JobId::get);
         let limit = i64::from(query.limit);
         let rows = sqlx::query_file_as!(
             StoredJob,
@@ -440,7 +463,8 @@ impl Store for SqliteStore {
         rows.into_iter().map(StoredJob::into_row).collect()
     }
 
-    async fn job(&self, id: i64) -> StoreResult<Option<JobDetail>> {
+    async fn job(&self, id: JobId) -> StoreResult<Option<JobDetail>> {
+        let id = id.get();
         let job = sqlx::query_file_as!(StoredJob, "queries/jobs/one.sql", id)
             .fetch_optional(&self.pool)
             .await?;
@@ -477,7 +501,8 @@ impl Store for SqliteStore {
             .collect())
     }
 
-    async fn stop_requested(&self, job: i64) -> StoreResult<Option<String>> {
+    async fn stop_requested(&self, job: JobId) -> StoreResult<Option<String>> {
+        let job = job.get();
         let reason = sqlx::query_file_scalar!("queries/jobs/stop_requested.sql", job)
             .fetch_optional(&self.pool)
             .await?;
@@ -565,10 +590,10 @@ impl StoredJob {
                 .as_deref()
                 .map(|r| stored_json(self.id, r))
                 .transpose()?,
-            id: self.id,
+            id: JobId(self.id),
             delivery: self.delivery,
             kind: self.kind,
-            target_key: self.target_key,
+            target_key: TargetKey::from_stored(self.target_key),
             state: self.state,
             attempts: self.attempts,
             max_attempts: self.max_attempts,

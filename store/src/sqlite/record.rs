@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{params, params_from_iter, CachedStatement, Connection};
 
 use crate::{
-    CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, NewDelivery,
-    Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
+    CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, JobId,
+    NewDelivery, Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
 };
 
 /// Every statement the intake runs (`queries/intake/`), prepared once
@@ -224,12 +224,12 @@ fn record_one(tx: &Connection, d: &NewDelivery, max_attempts: u32) -> StoreResul
             delivery,
             job.kind.as_str(),
             job.payload,
-            job.target_key,
+            job.target_key.as_str(),
             max_attempts,
             d.received_at,
             supersedable
         ])?;
-        jobs.push(tx.last_insert_rowid());
+        jobs.push(JobId(tx.last_insert_rowid()));
     }
     if let Some(change) = &d.installation {
         record_installation(tx, change, d.received_at)?;
@@ -275,6 +275,7 @@ fn duplicate(tx: &Connection, delivery: i64, first: i64, of: DuplicateOf) -> Sto
     let jobs = jobs
         .query_map([first], |r| r.get(0))?
         .collect::<Result<Vec<i64>, _>>()?;
+    let jobs = jobs.into_iter().map(JobId).collect();
     Ok(Recorded::Duplicate { delivery, jobs, of })
 }
 

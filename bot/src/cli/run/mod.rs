@@ -375,7 +375,7 @@ impl Run<'_> {
             &CommitRequest {
                 message: &said.message(),
                 co_author: None,
-                job: 0,
+                job: forgehand_types::JobId(0),
             },
             // `run` keeps the commit on a local branch: nothing is pushed.
             None::<gate::Push<'_, std::convert::Infallible>>,

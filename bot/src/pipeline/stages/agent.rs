@@ -10,10 +10,10 @@ use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::working_copy::WorkingCopy;
-use super::Stage;
 use forgehand_agent::tools::ThreadReply;
 use forgehand_agent::Outcome;
 use forgehand_jobcore::environment::{Prepared, Testing};
+use forgehand_jobcore::Stage;
 use forgehand_jobcore::{AgentTask, Progress};
 
 /// What the agent said when it called `finish`, what it cost, and what

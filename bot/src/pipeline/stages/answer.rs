@@ -6,8 +6,10 @@
 use forgehand_forge::api::{
     CommitStatus, ForgeApi, NewPullRequest, RepoRef, ReviewComment, StatusState,
 };
+use forgehand_types::CommitSha;
 use tracing::warn;
 
+use super::super::replies::thread_reply;
 use super::super::run::JobRun;
 use super::super::status;
 use super::super::work::{Done, Evidence, Work};
@@ -15,9 +17,8 @@ use super::super::{Failure, Pipeline};
 use super::agent::Finished;
 use super::publish::Published;
 use super::working_copy::Resumed;
-use super::Stage;
-use forgehand_agent::tools::ThreadReply;
 use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_jobcore::Stage;
 
 /// What answering needs of the stages before it.
 pub(in crate::pipeline) struct Answer {
@@ -97,7 +98,7 @@ impl Pipeline {
         let (claimed, api, repo) = (run.claimed, run.api, run.repo);
         set_checked(run, &published.commit).await;
         if let Some((pr, threads)) = work.follow_up {
-            let sha: String = published.commit.chars().take(10).collect();
+            let sha = published.commit.short().to_owned();
             let answered = if resumed {
                 self.answered(api, repo, pr.number, &sha).await?
             } else {
@@ -195,7 +196,7 @@ fn answers(reply: &ReviewComment, thread: &ReviewComment) -> bool {
 
 /// The gate's verdict as the commit's status. Not worth failing the job
 /// over.
-async fn set_checked(run: &JobRun<'_>, commit: &str) {
+async fn set_checked(run: &JobRun<'_>, commit: &CommitSha) {
     let checked = CommitStatus {
         state: StatusState::Success,
         context: "forgehand",
@@ -204,54 +205,5 @@ async fn set_checked(run: &JobRun<'_>, commit: &str) {
     };
     if let Err(error) = run.api.set_status(run.repo, commit, &checked).await {
         warn!(%error, "setting the commit status failed");
-    }
-}
-
-/// The answer in review thread `n` (numbered from 1, as the task lists
-/// them): "Done in <sha>." with the agent's note when it changed the code
-/// for it, the agent's reason when it did not, and "Done in <sha>." when
-/// the agent said nothing of that thread.
-pub(in crate::pipeline) fn thread_reply(replies: &[ThreadReply], n: usize, sha: &str) -> String {
-    match replies.iter().find(|r| r.thread == n) {
-        Some(r) if r.changed && r.note.trim().is_empty() => format!("Done in {sha}."),
-        Some(r) if r.changed => format!("Done in {sha}: {}", r.note.trim()),
-        Some(r) if r.note.trim().is_empty() => "No change for this one.".to_owned(),
-        Some(r) => format!("No change: {}", r.note.trim()),
-        None => format!("Done in {sha}."),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn reply(thread: usize, changed: bool, note: &str) -> ThreadReply {
-        ThreadReply {
-            thread,
-            changed,
-            note: note.into(),
-        }
-    }
-
-    #[test]
-    fn each_thread_gets_the_agents_answer_or_done() {
-        let replies = [
-            reply(1, true, "Renamed it."),
-            reply(2, false, "The name is used by the public API."),
-            reply(3, true, " "),
-            reply(5, false, ""),
-        ];
-        let sha = "0123456789";
-        assert_eq!(
-            thread_reply(&replies, 1, sha),
-            "Done in 0123456789: Renamed it."
-        );
-        assert_eq!(
-            thread_reply(&replies, 2, sha),
-            "No change: The name is used by the public API."
-        );
-        assert_eq!(thread_reply(&replies, 3, sha), "Done in 0123456789.");
-        assert_eq!(thread_reply(&replies, 4, sha), "Done in 0123456789.");
-        assert_eq!(thread_reply(&replies, 5, sha), "No change for this one.");
     }
 }

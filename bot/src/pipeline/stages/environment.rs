@@ -7,9 +7,9 @@
 use super::super::run::JobRun;
 use super::super::{Failure, Pipeline};
 use super::working_copy::Source;
-use super::Stage;
 use forgehand_jobcore::environment::{EnvFailure, Prepared};
 use forgehand_jobcore::failure::environment as failure;
+use forgehand_jobcore::Stage;
 
 impl Pipeline {
     pub(in crate::pipeline) async fn environment(

@@ -24,5 +24,3 @@ pub(super) mod environment;
 pub(super) mod publish;
 pub(super) mod release;
 pub(super) mod working_copy;
-
-pub use forgehand_jobcore::Stage;

@@ -5,21 +5,24 @@
 
 use forgehand_forge::git::{held_ref, push_branch, MirrorCache, PushError, PushRequest};
 use forgehand_gate::{CommitRequest, DeliverError, RefusalReason, SecretScanner, HELD_REF};
+use forgehand_types::JobId;
 
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
 use super::agent::Finished;
-use super::working_copy::WorkingCopy;
-use super::Stage;
+use super::working_copy::{changed_files, WorkingCopy};
 use crate::job::{HeldCommit, HeldFor};
 use forgehand_jobcore::deliver::{deliver, Judged, Said};
 use forgehand_jobcore::environment::Testing;
+use forgehand_jobcore::held::commit_sha;
+use forgehand_jobcore::Stage;
 use forgehand_types::reason::Reason;
+use forgehand_types::CommitSha;
 
 /// A pushed commit and what the pull request says of it.
 pub(in crate::pipeline) struct Published {
-    pub commit: String,
+    pub commit: CommitSha,
     pub files: Vec<String>,
     /// The gate's findings on what was pushed anyway (allowed sensitive
     /// files), and what was left out, as Markdown.
@@ -89,7 +92,7 @@ struct Delivering {
     prefix: String,
     requested_by: String,
     co_author_email: String,
-    job_id: i64,
+    job_id: JobId,
     branch: String,
     base: String,
     message: String,
@@ -98,7 +101,7 @@ struct Delivering {
 
 /// What the gate cleared and the push sent.
 struct Delivered {
-    commit: String,
+    commit: CommitSha,
     files: Vec<String>,
     findings: String,
     left_out: String,
@@ -120,11 +123,11 @@ impl From<Failure> for Undelivered {
 /// A held commit, kept in the mirror.
 struct Kept {
     refusal: forgehand_gate::Refusal,
-    commit: String,
+    commit: CommitSha,
     reference: String,
     branch: String,
     base: String,
-    expected: Option<String>,
+    expected: Option<CommitSha>,
     files: Vec<String>,
 }
 
@@ -208,12 +211,12 @@ impl Delivering {
                     .map_err(Failure::infra)?;
                 return Err(Undelivered::Held(Box::new(Kept {
                     refusal: *refusal,
-                    commit: commit.to_string(),
+                    commit: commit_sha(commit),
                     reference,
                     files: changed_files(&repo, commit).map_err(Failure::infra)?,
                     branch: self.branch,
                     base: self.base,
-                    expected: expected.map(|e| e.to_string()),
+                    expected: expected.map(commit_sha),
                 })));
             }
             Err(error) => return Err(failure(error).into()),
@@ -226,7 +229,7 @@ impl Delivering {
             .into());
         };
         Ok(Delivered {
-            commit: commit.to_string(),
+            commit: commit_sha(commit),
             files: changed_files(&repo, commit).map_err(Failure::infra)?,
             findings: delivery.cleared.report.to_markdown(),
             left_out: delivery.cleared.report.left_out_markdown(),
@@ -251,22 +254,4 @@ fn failure(error: DeliverError<PushError>) -> Failure {
         },
         other => Failure::infra(other),
     }
-}
-
-/// The paths the commit changed against its parent.
-pub(super) fn changed_files(
-    repo: &git2::Repository,
-    oid: git2::Oid,
-) -> Result<Vec<String>, git2::Error> {
-    let commit = repo.find_commit(oid)?;
-    let parent = commit.parent(0).ok().map(|p| p.tree()).transpose()?;
-    let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&commit.tree()?), None)?;
-    Ok(diff
-        .deltas()
-        .filter_map(|d| {
-            d.new_file()
-                .path()
-                .map(|p| p.to_string_lossy().into_owned())
-        })
-        .collect())
 }

@@ -13,9 +13,9 @@ use super::agent::Finished;
 use super::answer::Answer;
 use super::publish::Published;
 use super::working_copy::mirror_key;
-use super::Stage;
 use crate::job::HeldCommit;
 use forgehand_jobcore::environment::Testing;
+use forgehand_jobcore::Stage;
 use forgehand_types::reason::Reason;
 
 impl Pipeline {
@@ -30,11 +30,11 @@ impl Pipeline {
         let (url, credentials) = self.git_access(run).await?;
         let expected = held
             .expected
-            .as_deref()
-            .map(git2::Oid::from_str)
+            .as_ref()
+            .map(|sha| git2::Oid::from_str(sha.as_str()))
             .transpose()
             .map_err(Failure::infra)?;
-        let commit = git2::Oid::from_str(&held.commit).map_err(Failure::infra)?;
+        let commit = git2::Oid::from_str(held.commit.as_str()).map_err(Failure::infra)?;
         let mirrors = MirrorCache::new(self.config.git.mirror_dir.clone());
         let key = mirror_key(run);
         let prefix = self.config.git.branch_prefix().to_owned();

@@ -5,6 +5,9 @@
 //! the environment is had (`environment.rs`), the job's working copy, as
 //! the job core makes every job's ([`forgehand_jobcore::copy`]).
 
+use forgehand_jobcore::held::commit_sha;
+use forgehand_types::CommitSha;
+use forgehand_types::JobId;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,8 +17,8 @@ use forgehand_forge::git::{Checkout, Checkouts, Credentials, MirrorCache};
 use super::super::run::JobRun;
 use super::super::work::Work;
 use super::super::{Failure, Pipeline};
-use super::Stage;
 use forgehand_jobcore::environment::{CommitFiles, Environments, Prepared};
+use forgehand_jobcore::Stage;
 use forgehand_jobcore::{failure, JobCopy};
 use forgehand_types::reason::Reason;
 
@@ -66,7 +69,7 @@ pub(in crate::pipeline) struct WorkingCopy {
 
 /// This job's commit, pushed by an earlier attempt.
 pub(in crate::pipeline) struct Resumed {
-    pub commit: String,
+    pub commit: CommitSha,
     /// The commit message's first line and the rest, without trailers:
     /// what the agent said, as it was redacted then.
     pub title: String,
@@ -194,7 +197,7 @@ struct Fetching {
     credentials: Credentials,
     branch: String,
     base: String,
-    job_id: i64,
+    job_id: JobId,
     bot_email: String,
 }
 
@@ -270,7 +273,12 @@ impl Fetching {
 }
 
 /// `tip` as this job's own pushed commit, if it is one.
-fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -> Option<Resumed> {
+fn resumed(
+    repo: &git2::Repository,
+    tip: git2::Oid,
+    job: JobId,
+    bot_email: &str,
+) -> Option<Resumed> {
     let commit = repo.find_commit(tip).ok()?;
     let message = commit.message()?;
     let ours = commit.committer().email() == Some(bot_email)
@@ -287,9 +295,27 @@ fn resumed(repo: &git2::Repository, tip: git2::Oid, job: i64, bot_email: &str) -
         .filter(|l| !l.starts_with("Forgehand-Job: ") && !l.starts_with("Co-authored-by: "))
         .collect();
     Some(Resumed {
-        commit: tip.to_string(),
+        commit: commit_sha(tip),
         title: title.trim().to_owned(),
         summary: summary.join("\n").trim().to_owned(),
-        files: super::publish::changed_files(repo, tip).ok()?,
+        files: changed_files(repo, tip).ok()?,
     })
+}
+
+/// The paths the commit changed against its parent.
+pub(in crate::pipeline) fn changed_files(
+    repo: &git2::Repository,
+    oid: git2::Oid,
+) -> Result<Vec<String>, git2::Error> {
+    let commit = repo.find_commit(oid)?;
+    let parent = commit.parent(0).ok().map(|p| p.tree()).transpose()?;
+    let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&commit.tree()?), None)?;
+    Ok(diff
+        .deltas()
+        .filter_map(|d| {
+            d.new_file()
+                .path()
+                .map(|p| p.to_string_lossy().into_owned())
+        })
+        .collect())
 }

@@ -125,7 +125,7 @@ impl ForgeApi for Flaky {
     async fn set_status(
         &self,
         _: &RepoRef,
-        _: &str,
+        _: &forgehand_types::CommitSha,
         _: &CommitStatus<'_>,
     ) -> Result<(), ForgeError> {
         unimplemented!("not asked by these tests")
