@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::fake_forge::state::FakeIssue;
 use crate::fake_forge::{FakeForge, Kind};
 use crate::model_server::{ModelServer, Step};
+use crate::normalise::normalise;
 use crate::project::{ServedProject, TOKEN};
 
 pub const REPO: &str = "acme/demo";
@@ -468,6 +469,80 @@ impl Story {
             .unwrap()
             .trim_end()
             .to_owned()
+    }
+
+    /// Everything the bot said on issue or pull request `number`, as a
+    /// reader of the page saw it over time, for a snapshot: each of its
+    /// comments, oldest first, in every form it took (a status comment's
+    /// intermediate states, then its final one), whole (hidden marker
+    /// and all), with what varies between runs normalised.
+    pub fn said(&self, number: u64) -> String {
+        let comments: Vec<Vec<String>> = self.forge.with(|s| {
+            s.comments
+                .iter()
+                .filter(|c| c.repo == REPO && c.issue == number && c.user == self.bot_login)
+                .map(|c| c.history.clone())
+                .collect()
+        });
+        assert!(!comments.is_empty(), "the bot said nothing on #{number}");
+        let mut out = String::new();
+        for (i, history) in comments.iter().enumerate() {
+            out.push_str(&format!("━━ comment {} ━━\n", i + 1));
+            for (j, body) in history.iter().enumerate() {
+                if j > 0 {
+                    out.push_str("── edited ──\n");
+                }
+                out.push_str(body.trim_end());
+                out.push('\n');
+            }
+        }
+        normalise(&out)
+    }
+
+    /// Pull request `number` as its reader sees it, for a snapshot: by
+    /// whom, from which branch, its title and its body, normalised.
+    pub fn pull_request(&self, number: u64) -> String {
+        let pr = self
+            .pulls()
+            .into_iter()
+            .find(|p| p.number == number)
+            .unwrap_or_else(|| panic!("no pull request #{number}"));
+        let (head, base) = pr.pull.clone().unwrap();
+        normalise(&format!(
+            "#{} by {}, {head} → {base}\n# {}\n\n{}",
+            pr.number,
+            pr.user,
+            pr.title,
+            pr.body.trim_end()
+        ))
+    }
+
+    /// The bot's review comments (its answers in review threads), by
+    /// file and line, for a snapshot, normalised.
+    pub fn review_replies(&self) -> String {
+        let mut replies = self.forge.with(|s| {
+            s.review_comments
+                .iter()
+                .filter(|c| c.user == self.bot_login)
+                .map(|c| format!("{}:{}: {}", c.path, c.position, c.body))
+                .collect::<Vec<_>>()
+        });
+        replies.sort();
+        normalise(&replies.join("\n"))
+    }
+
+    /// What the bot set on commits (a commit status or a check run): its
+    /// state, name and description, in order, normalised.
+    pub fn commit_statuses(&self) -> String {
+        let set = self.forge.with(|s| {
+            s.statuses
+                .iter()
+                .map(|(_, _, state, context, description)| {
+                    format!("{state} {context}: {description}")
+                })
+                .collect::<Vec<_>>()
+        });
+        normalise(&set.join("\n"))
     }
 
     /// The pull requests on the forge.

@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::state::{FakeComment, FakeIssue, ForgeState};
+use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::webhooks::Change;
 use super::{user_json, Answer, Kind, Request};
 use crate::api_spec::Matched;
@@ -210,21 +210,16 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             Ok((StatusCode::CREATED, answer))
         }
         ("PATCH", "/issues/comments/{comment_id}") => {
-            let c = s
-                .comments
-                .iter_mut()
-                .find(|c| c.repo == repo && c.id == r.num("comment_id"))
-                .ok_or_else(not_found)?;
-            if c.user != user {
-                return Err((
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.".into(),
-                ));
-            }
-            let from = std::mem::replace(
-                &mut c.body,
-                body["body"].as_str().unwrap_or_default().into(),
-            );
+            let text = body["body"].as_str().unwrap_or_default();
+            let (c, from) = s
+                .edit_comment(repo, r.num("comment_id"), user, text)
+                .map_err(|e| match e {
+                    EditRefused::NoSuchComment => not_found(),
+                    EditRefused::NotTheAuthors => (
+                        StatusCode::FORBIDDEN,
+                        "Must have admin rights to Repository.".into(),
+                    ),
+                })?;
             let (answer, comment) = (comment_json(c), c.id);
             s.notify(
                 Kind::GitHub,

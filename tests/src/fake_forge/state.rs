@@ -229,6 +229,16 @@ pub struct FakeComment {
     pub id: u64,
     pub user: String,
     pub body: String,
+    /// Every body the comment had, oldest first, the current one last:
+    /// what a reader saw it say on the way.
+    pub history: Vec<String>,
+}
+
+/// Why a comment was not edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditRefused {
+    NoSuchComment,
+    NotTheAuthors,
 }
 
 #[derive(Debug, Clone)]
@@ -315,8 +325,32 @@ impl ForgeState {
             id,
             user: user.into(),
             body: body.into(),
+            history: vec![body.into()],
         });
         id
+    }
+
+    /// `user` sets comment `id`'s body to `text`: the comment, and the
+    /// body it had. Only its author may (both forges refuse anyone else
+    /// but an admin, and the bot is none).
+    pub fn edit_comment(
+        &mut self,
+        repo: &str,
+        id: u64,
+        user: &str,
+        text: &str,
+    ) -> Result<(&FakeComment, String), EditRefused> {
+        let c = self
+            .comments
+            .iter_mut()
+            .find(|c| c.repo == repo && c.id == id)
+            .ok_or(EditRefused::NoSuchComment)?;
+        if c.user != user {
+            return Err(EditRefused::NotTheAuthors);
+        }
+        let from = std::mem::replace(&mut c.body, text.into());
+        c.history.push(text.into());
+        Ok((c, from))
     }
 
     pub fn add_review(
