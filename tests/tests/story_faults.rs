@@ -9,6 +9,7 @@ use forgehand_tests::fake_forge::{CallFault, Kind};
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
 use forgehand_tests::story::{only, Story, MAINTAINER, REPO, STATUS_MARKER};
+use insta::{allow_duplicates, assert_snapshot};
 use serde_json::Value;
 
 /// SIGKILL at each stage boundary.
@@ -47,7 +48,156 @@ async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, u
         (1, 2),
         "made once, then updated after the 429: {calls:#?}"
     );
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    // The pull request was made once, its text as without the faults.
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add in calc.sh
+
+        `add` subtracted; now it adds, and `sh test.sh` passes.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:
+
+        | Command | Run by | Exit status |
+        | --- | --- | --- |
+        | `sh test.sh` | agent | 0 |
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        "##));
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -193,6 +343,173 @@ async fn a_failed_attempt_shows_as_a_retry(kind: Kind, issue: &str) {
         !said.iter().any(|t| t.contains("Stopped")),
         "a retried attempt is not a stop: {said:#?}"
     );
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+
+            I will try again shortly (attempt 2 of 5).
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+
+            I will try again shortly (attempt 2 of 5).
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
