@@ -11,7 +11,11 @@ use regex::Regex;
 /// in it are read as anything else, a UUID before its parts are read as
 /// commits.
 static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    let worker = format!(r"\b{}-[0-9a-f]{{8}}-\d+\b", regex::escape(&hostname()));
     [
+        // A queue worker: the host's name, the process's random node id
+        // and the worker's number (which of them took a job is a race).
+        (worker.as_str(), "[worker]"),
         // RFC 3339 (and the same with a space), to the second or finer.
         (
             r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?",
@@ -38,9 +42,16 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
+/// This machine's name, as Forgehand's queue names its workers.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// `text` with what varies between runs replaced by placeholders:
-/// timestamps, UUIDs, temporary paths, random ports, commit ids and
-/// durations. Everything else is left as it is.
+/// queue workers, timestamps, UUIDs, temporary paths, random ports,
+/// commit ids and durations. Everything else is left as it is.
 pub fn normalise(text: &str) -> String {
     RULES.iter().fold(text.to_owned(), |text, (rule, with)| {
         rule.replace_all(&text, *with).into_owned()
@@ -93,6 +104,14 @@ mod tests {
         ] {
             assert_eq!(normalise(text), normal, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_queue_worker_is_named_by_its_place_not_its_id() {
+        let host = super::hostname();
+        assert!(!host.is_empty(), "no host name in /proc");
+        let text = format!("after: lease of {host}-3126cf77-1 expired");
+        assert_eq!(normalise(&text), "after: lease of [worker] expired");
     }
 
     #[test]

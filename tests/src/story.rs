@@ -531,6 +531,25 @@ impl Story {
         normalise(&replies.join("\n"))
     }
 
+    /// The labels made through the API (by `forgehand setup`): name,
+    /// colour and description, for a snapshot.
+    pub fn labels(&self) -> String {
+        let labels = self.forge.with(|s| {
+            s.labels
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} #{}: {}",
+                        l.name,
+                        l.color.trim_start_matches('#'),
+                        l.description
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        normalise(&labels.join("\n"))
+    }
+
     /// What the bot set on commits (a commit status or a check run): its
     /// state, name and description, in order, normalised.
     pub fn commit_statuses(&self) -> String {

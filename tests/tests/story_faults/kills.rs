@@ -12,6 +12,7 @@ use forgehand_tests::git_http::GitRequest;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::{good_script, review_script};
 use forgehand_tests::story::{end_held_command, held_command, held_command_pids, only, Story};
+use insta::assert_snapshot;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -47,7 +48,95 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     assert_eq!(job["attempts"], 2, "the lease ran out and it ran again");
     assert_eq!(story.pulls().len(), 1, "exactly one pull request");
     assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    // The second attempt says which it is and what ended the first.
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+        <!-- forgehand:job:1 -->
+        ");
 }
 
 /// SIGKILL on the job's last attempt: no attempt is left to finish it,
@@ -94,10 +183,36 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(
-        story.status(1),
-        "❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)"
-    );
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)
+
+        <!-- forgehand:job:1 -->
+        ");
     assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
     assert!(story.pulls().is_empty());
 }
