@@ -457,18 +457,44 @@ impl Story {
 
     /// The one status comment on `number`, without its hidden marker.
     pub fn status(&self, number: u64) -> String {
-        let statuses: Vec<String> = self
-            .bot_comments(number)
+        let mut statuses = self.status_comments(number);
+        assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
+        statuses.remove(0)
+    }
+
+    /// The maintainer asks for changes on the bot's pull request #2 in
+    /// two threads, on `calc.sh` line 1 and `test.sh` line 2: what
+    /// [`crate::project::review_script`] answers.
+    pub async fn review_two_threads(&self) {
+        self.review(
+            2,
+            "REQUEST_CHANGES",
+            "Nearly there.",
+            &[
+                ("calc.sh", 1, "Say what add does."),
+                ("test.sh", 2, "Test 0 + 0 too."),
+            ],
+        )
+        .await;
+    }
+
+    /// Waits (a minute at most) until the agent's [`held_command`]
+    /// `needle` runs.
+    pub async fn wait_for_held_command(&self, needle: &str) {
+        wait_until(&format!("the agent's command {needle} to start"), || {
+            !held_command_pids(needle).is_empty()
+        })
+        .await;
+    }
+
+    /// The bot's status comments on `number`, oldest first, each without
+    /// its hidden marker.
+    pub fn status_comments(&self, number: u64) -> Vec<String> {
+        self.bot_comments(number)
             .into_iter()
             .filter(|c| c.contains(STATUS_MARKER))
-            .collect();
-        assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
-        statuses[0]
-            .split(STATUS_MARKER)
-            .next()
-            .unwrap()
-            .trim_end()
-            .to_owned()
+            .map(|c| c.split(STATUS_MARKER).next().unwrap().trim_end().to_owned())
+            .collect()
     }
 
     /// Everything the bot said on issue or pull request `number`, as a
@@ -741,6 +767,26 @@ fn settings(
         env.push((key.clone(), value.clone()));
     }
     env
+}
+
+/// The names of the steps a job's result records, in order.
+pub fn steps(result: &Value) -> Vec<&str> {
+    result["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no steps in {result:#}"))
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect()
+}
+
+/// Polls `done` every 25 ms until it holds; fails the test, saying what
+/// it waited for, after a minute (a hang detector, not a timing).
+pub async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "hung: waited 60 s for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 /// The one job of `kind` among `jobs`.

@@ -3,13 +3,11 @@
 //! state the test changes, working on a repository served over smart
 //! HTTP, with the scripted model and the namespace sandbox.
 
-use std::time::{Duration, Instant};
-
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::project::{good_script, review_script};
+use forgehand_tests::project::{document_add_script, good_script, review_script};
 use forgehand_tests::story::{
-    end_held_command, held_command, held_command_pids, host_processes_with, only, Story,
+    end_held_command, held_command, host_processes_with, only, steps, wait_until, Story,
     MAINTAINER, OUTSIDER, REPO,
 };
 use insta::{allow_duplicates, assert_snapshot};
@@ -33,12 +31,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     let result = &detail["result"];
     assert_eq!(result["pull_request"], 2, "{detail:#}");
     assert!(result["url"].as_str().unwrap().ends_with(pr_link(kind)));
-    let steps: Vec<&str> = result["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&result);
     assert_eq!(
         steps,
         [
@@ -293,17 +286,7 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
     let story = Story::start(kind, script).await;
     story.label(1).await;
     story.settled().await;
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let jobs = story.settled().await;
 
     let job = only(&jobs, "review");
@@ -507,15 +490,10 @@ async fn stop_during_a_long_job(kind: Kind) {
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with(needle).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the agent's command never started:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_until("the agent's command to start", || {
+        !host_processes_with(needle).is_empty()
+    })
+    .await;
     // The agent's command would run for days: the job settles only
     // because the stop ended it (`settled` fails the test after 120 s).
     story.comment(1, MAINTAINER, "/forgehand stop").await;
@@ -559,14 +537,10 @@ async fn stop_during_a_long_job(kind: Kind) {
         "));
     // The sandbox's process goes: waited for, with a hang detector (it
     // would otherwise run for days), not timed.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !host_processes_with(needle).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "hung: the sandbox's process outlived the stop by 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_until("the sandbox's process to end after the stop", || {
+        host_processes_with(needle).is_empty()
+    })
+    .await;
     assert!(story.pulls().is_empty());
     assert_eq!(story.branches().await, ["main"]);
 }
@@ -646,12 +620,7 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
     let result = &detail["result"];
     assert_eq!(result["reason"], "tamper", "{detail:#}");
-    let steps: Vec<&str> = result["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&result);
     assert_eq!(
         steps,
         [
@@ -840,11 +809,7 @@ async fn an_issue_with_150_comments_is_read_to_the_end(kind: Kind) {
         }
     });
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids(needle).is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command(needle).await;
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
     end_held_command(needle);
@@ -891,13 +856,7 @@ async fn gitea_an_issue_with_150_comments_is_read_to_the_end() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() {
     let mut script = good_script();
-    script.extend([
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::finish("Documented add.", "Document add"),
-    ]);
+    script.extend(document_add_script());
     let story = Story::start(Kind::Gitea, script).await;
     story.label(1).await;
     story.settled().await;

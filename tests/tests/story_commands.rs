@@ -7,23 +7,10 @@ use std::time::{Duration, Instant};
 
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::project::good_script;
-use forgehand_tests::story::{
-    end_held_command, held_command, held_command_pids, only, Story, MAINTAINER, STATUS_MARKER,
-};
+use forgehand_tests::project::{document_add_script, good_script};
+use forgehand_tests::story::{end_held_command, held_command, only, Story, MAINTAINER};
 use insta::{allow_duplicates, assert_snapshot};
 use serde_json::{json, Value};
-
-/// The model's answer to a follow-up request: one edit, one commit.
-fn document_add() -> [Step; 2] {
-    [
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::finish("Documented add.", "Document add"),
-    ]
-}
 
 async fn plan_then_go_proposes_first_and_carries_the_plan_out(kind: Kind) {
     let mut script = vec![
@@ -393,11 +380,7 @@ async fn retry_runs_the_failed_job_again(kind: Kind) {
     let retry = only(&jobs, "command.retry");
     assert_eq!(retry["state"], "succeeded", "{retry:#}");
     assert_eq!(story.pulls().len(), 1);
-    let statuses: Vec<String> = story
-        .bot_comments(1)
-        .into_iter()
-        .filter(|c| c.contains(STATUS_MARKER))
-        .collect();
+    let statuses = story.status_comments(1);
     assert_eq!(statuses.len(), 2, "one per job: {statuses:#?}");
     let said = story.said(1);
     match kind {
@@ -584,7 +567,7 @@ async fn gitea_retry_runs_the_failed_job_again() {
 
 async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit(kind: Kind) {
     let mut script = good_script();
-    script.extend(document_add());
+    script.extend(document_add_script());
     let story = Story::start(kind, script).await;
     story.label(1).await;
     story.settled().await;
@@ -746,14 +729,10 @@ async fn the_newest_waiting_request_supersedes_the_older_one(kind: Kind) {
     // requests are in: they come while it runs however slow the machine.
     let mut script = vec![Step::call("bash", json!({"command": held_command(needle)}))];
     script.extend(good_script());
-    script.extend(document_add());
+    script.extend(document_add_script());
     let story = Story::start(kind, script).await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids(needle).is_empty() {
-        assert!(Instant::now() < deadline, "the first job never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command(needle).await;
     // Two requests while the first job runs: only the newer one is done.
     story
         .comment(1, MAINTAINER, "@forgehand also make it print a newline")

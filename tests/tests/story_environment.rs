@@ -242,17 +242,7 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
         )],
         "Change the environment on the branch",
     );
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let jobs = story.settled().await;
     let review = only(&jobs, "review");
     assert_eq!(review["state"], "succeeded", "{review:#}");

@@ -5,7 +5,8 @@
 //! service is killed, or failing a share of every call; each job still
 //! ends with one pull request and one final status comment.
 
-use forgehand_tests::fake_forge::{CallFault, Kind};
+use forgehand_tests::fake_forge::state::FakeIssue;
+use forgehand_tests::fake_forge::{CallFault, ForgeState, Kind};
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
 use forgehand_tests::story::{only, Story, MAINTAINER, REPO, STATUS_MARKER};
@@ -528,6 +529,44 @@ async fn gitea_a_failed_attempt_shows_as_a_retry() {
         .await;
 }
 
+/// Issues #2 to #20 beside #1, each "Fix add N".
+fn add_issues_up_to_20(s: &mut ForgeState) {
+    for n in 2..=20 {
+        s.add_issue(
+            REPO,
+            MAINTAINER,
+            &format!("Fix add {n}"),
+            "add() subtracts.",
+        );
+    }
+}
+
+/// The maintainer labels issues #1 to #20, one after the other.
+async fn label_issues_1_to_20(story: &Story) {
+    for n in 1..=20 {
+        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
+    }
+    story.forge.settle().await;
+}
+
+/// Each of issues #1 to #20 has exactly one pull request closing it and
+/// a status comment in its final form; there are no others.
+fn one_pull_request_and_final_status_each(story: &Story, pulls: &[FakeIssue]) {
+    for n in 1..=20 {
+        let closing = pulls
+            .iter()
+            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
+            .count();
+        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
+        assert!(
+            story.status(n).starts_with("✅ Opened #"),
+            "issue {n}: {}",
+            story.status(n)
+        );
+    }
+    assert_eq!(pulls.len(), 20);
+}
+
 /// Twenty labelled issues while every fourth API call fails (500, 429
 /// with Retry-After, a secondary rate limit's 403 with Retry-After, 502,
 /// in turn) and every fifth git request too: every issue ends with
@@ -536,23 +575,13 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "1")]).await;
     story.forge.with(|s| {
-        for n in 2..=20 {
-            s.add_issue(
-                REPO,
-                MAINTAINER,
-                &format!("Fix add {n}"),
-                "add() subtracts.",
-            );
-        }
+        add_issues_up_to_20(s);
         s.fault_every = Some(4);
     });
     // And every fifth authenticated git request: 500, 502, 503, 429 with
     // Retry-After in turn, some pushes landing with their answer lost.
     story.project.git.faults(|f| f.every = Some(5));
-    for n in 1..=20 {
-        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
-    }
-    story.forge.settle().await;
+    label_issues_1_to_20(&story).await;
     let jobs = story.settled().await;
 
     let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
@@ -568,19 +597,7 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let git_served = story.project.git.faults(|f| f.served);
     assert!(git_served >= 15, "only {git_served} git faults served");
     let pulls = story.pulls();
-    for n in 1..=20 {
-        let closing = pulls
-            .iter()
-            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
-            .count();
-        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
-        assert!(
-            story.status(n).starts_with("✅ Opened #"),
-            "issue {n}: {}",
-            story.status(n)
-        );
-    }
-    assert_eq!(pulls.len(), 20);
+    one_pull_request_and_final_status_each(&story, &pulls);
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -594,20 +611,10 @@ async fn twenty_issues_with_a_third_of_calls_failing(kind: Kind, seed: u64) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "2")]).await;
     story.forge.with(|s| {
-        for n in 2..=20 {
-            s.add_issue(
-                REPO,
-                MAINTAINER,
-                &format!("Fix add {n}"),
-                "add() subtracts.",
-            );
-        }
+        add_issues_up_to_20(s);
         s.fault_share = Some(forgehand_tests::fake_forge::FaultShare::new(333, seed));
     });
-    for n in 1..=20 {
-        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
-    }
-    story.forge.settle().await;
+    label_issues_1_to_20(&story).await;
     let jobs = story.settled().await;
     let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
     assert_eq!(labeled.len(), 20, "{jobs:#?}");
@@ -634,19 +641,7 @@ async fn twenty_issues_with_a_third_of_calls_failing(kind: Kind, seed: u64) {
         });
         std::fs::write(format!("/tmp/story-{kind:?}.calls"), calls).unwrap();
     }
-    for n in 1..=20 {
-        let closing = pulls
-            .iter()
-            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
-            .count();
-        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
-        assert!(
-            story.status(n).starts_with("✅ Opened #"),
-            "issue {n}: {}",
-            story.status(n)
-        );
-    }
-    assert_eq!(pulls.len(), 20);
+    one_pull_request_and_final_status_each(&story, &pulls);
     // A call that gave up did so at its last try, never at its first.
     let log = story.log();
     for line in log

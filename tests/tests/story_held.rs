@@ -6,7 +6,7 @@
 
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::story::{only, Story, MAINTAINER, OUTSIDER, STATUS_MARKER};
+use forgehand_tests::story::{only, steps, Story, MAINTAINER, OUTSIDER};
 use insta::{allow_duplicates, assert_snapshot};
 use serde_json::{json, Value};
 
@@ -39,16 +39,6 @@ fn make_instead() -> Vec<Step> {
         ),
         Step::finish("Replaced the scripts with a Makefile.", "Use make"),
     ]
-}
-
-/// The bot's status comments on `number`, oldest first, without marker.
-fn statuses(story: &Story, number: u64) -> Vec<String> {
-    story
-        .bot_comments(number)
-        .into_iter()
-        .filter(|c| c.contains(STATUS_MARKER))
-        .map(|c| c.split(STATUS_MARKER).next().unwrap().trim_end().to_owned())
-        .collect()
 }
 
 /// The held job's kept commit, from its record.
@@ -176,7 +166,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
         ---
         <sub>Forgehand · namespace sandbox, shared kernel · 0 turns · $0.0000 · [duration]</sub>
         "##));
-    let said = statuses(&story, 1);
+    let said = story.status_comments(1);
     assert_eq!(said.len(), 2, "{said:#?}");
     let said = story.said(1);
     match kind {
@@ -357,12 +347,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
             <!-- forgehand:job:2 -->
             "),
     }
-    let steps: Vec<&str> = release["result"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&release["result"]);
     assert!(steps.contains(&"held change released"), "{steps:?}");
     assert!(!steps.contains(&"agent"), "{steps:?}");
 }

@@ -11,7 +11,7 @@ use forgehand_tests::fake_forge::{Hold, Kind};
 use forgehand_tests::git_http::GitRequest;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::{good_script, review_script};
-use forgehand_tests::story::{end_held_command, held_command, held_command_pids, only, Story};
+use forgehand_tests::story::{end_held_command, held_command, only, steps, Story};
 use insta::assert_snapshot;
 use serde_json::json;
 
@@ -31,11 +31,7 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids("646464").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command("646464").await;
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
     // What the killed service's sandbox ran goes with it.
@@ -159,11 +155,7 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids("737373").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command("737373").await;
     assert!(story
         .status(1)
         .starts_with("🛠️ **Forgehand is working on this.**"));
@@ -280,12 +272,7 @@ async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
     assert_eq!(eyes, 1, "one 👀");
     assert_eq!(story.model.left(), 0, "the agent ran {agent_runs} time(s)");
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
-    let steps: Vec<&str> = detail["result"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&detail["result"]);
     assert_eq!(
         steps.contains(&"resumed after the push"),
         resumed,
@@ -448,17 +435,7 @@ async fn sigkill_in_a_follow_up_and_the_next_attempt_answers_each_thread_once(
     story.label(1).await;
     story.settled().await;
     story.forge.with(|s| s.holds.push(held));
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let deadline = Instant::now() + Duration::from_secs(90);
     while story.forge.with(|s| s.held.is_empty()) {
         assert!(
