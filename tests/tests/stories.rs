@@ -31,7 +31,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     let result = &detail["result"];
     assert_eq!(result["pull_request"], 2, "{detail:#}");
     assert!(result["url"].as_str().unwrap().ends_with(pr_link(kind)));
-    let steps = steps(&result);
+    let steps = steps(result);
     assert_eq!(
         steps,
         [
@@ -620,7 +620,7 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
     let result = &detail["result"];
     assert_eq!(result["reason"], "tamper", "{detail:#}");
-    let steps = steps(&result);
+    let steps = steps(result);
     assert_eq!(
         steps,
         [
