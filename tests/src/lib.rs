@@ -10,6 +10,7 @@ pub mod harness;
 pub mod local_run;
 pub mod local_server;
 pub mod model_server;
+pub mod normalise;
 pub mod project;
 pub mod story;
 pub mod testdata;

@@ -263,3 +263,15 @@ pub fn review_script() -> Vec<Step> {
         ),
     ]
 }
+
+/// The model's answer to a follow-up request on the good fix: one edit
+/// (a comment above `add`), one commit titled "Document add".
+pub fn document_add_script() -> [Step; 2] {
+    [
+        Step::call(
+            "edit_file",
+            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
+        ),
+        Step::finish("Documented add.", "Document add"),
+    ]
+}

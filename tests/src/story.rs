@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::fake_forge::state::FakeIssue;
 use crate::fake_forge::{FakeForge, Kind};
 use crate::model_server::{ModelServer, Step};
+use crate::normalise::normalise;
 use crate::project::{ServedProject, TOKEN};
 
 pub const REPO: &str = "acme/demo";
@@ -456,18 +457,137 @@ impl Story {
 
     /// The one status comment on `number`, without its hidden marker.
     pub fn status(&self, number: u64) -> String {
-        let statuses: Vec<String> = self
-            .bot_comments(number)
+        let mut statuses = self.status_comments(number);
+        assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
+        statuses.remove(0)
+    }
+
+    /// The maintainer asks for changes on the bot's pull request #2 in
+    /// two threads, on `calc.sh` line 1 and `test.sh` line 2: what
+    /// [`crate::project::review_script`] answers.
+    pub async fn review_two_threads(&self) {
+        self.review(
+            2,
+            "REQUEST_CHANGES",
+            "Nearly there.",
+            &[
+                ("calc.sh", 1, "Say what add does."),
+                ("test.sh", 2, "Test 0 + 0 too."),
+            ],
+        )
+        .await;
+    }
+
+    /// Waits (a minute at most) until the agent's [`held_command`]
+    /// `needle` runs.
+    pub async fn wait_for_held_command(&self, needle: &str) {
+        wait_until(&format!("the agent's command {needle} to start"), || {
+            !held_command_pids(needle).is_empty()
+        })
+        .await;
+    }
+
+    /// The bot's status comments on `number`, oldest first, each without
+    /// its hidden marker.
+    pub fn status_comments(&self, number: u64) -> Vec<String> {
+        self.bot_comments(number)
             .into_iter()
             .filter(|c| c.contains(STATUS_MARKER))
-            .collect();
-        assert_eq!(statuses.len(), 1, "one status comment: {statuses:#?}");
-        statuses[0]
-            .split(STATUS_MARKER)
-            .next()
-            .unwrap()
-            .trim_end()
-            .to_owned()
+            .map(|c| c.split(STATUS_MARKER).next().unwrap().trim_end().to_owned())
+            .collect()
+    }
+
+    /// Everything the bot said on issue or pull request `number`, as a
+    /// reader of the page saw it over time, for a snapshot: each of its
+    /// comments, oldest first, in every form it took (a status comment's
+    /// intermediate states, then its final one), whole (hidden marker
+    /// and all), with what varies between runs normalised.
+    pub fn said(&self, number: u64) -> String {
+        let comments: Vec<Vec<String>> = self.forge.with(|s| {
+            s.comments
+                .iter()
+                .filter(|c| c.repo == REPO && c.issue == number && c.user == self.bot_login)
+                .map(|c| c.history.clone())
+                .collect()
+        });
+        assert!(!comments.is_empty(), "the bot said nothing on #{number}");
+        let mut out = String::new();
+        for (i, history) in comments.iter().enumerate() {
+            out.push_str(&format!("━━ comment {} ━━\n", i + 1));
+            for (j, body) in history.iter().enumerate() {
+                if j > 0 {
+                    out.push_str("── edited ──\n");
+                }
+                out.push_str(body.trim_end());
+                out.push('\n');
+            }
+        }
+        normalise(&out)
+    }
+
+    /// Pull request `number` as its reader sees it, for a snapshot: by
+    /// whom, from which branch, its title and its body, normalised.
+    pub fn pull_request(&self, number: u64) -> String {
+        let pr = self
+            .pulls()
+            .into_iter()
+            .find(|p| p.number == number)
+            .unwrap_or_else(|| panic!("no pull request #{number}"));
+        let (head, base) = pr.pull.clone().unwrap();
+        normalise(&format!(
+            "#{} by {}, {head} → {base}\n# {}\n\n{}",
+            pr.number,
+            pr.user,
+            pr.title,
+            pr.body.trim_end()
+        ))
+    }
+
+    /// The bot's review comments (its answers in review threads), by
+    /// file and line, for a snapshot, normalised.
+    pub fn review_replies(&self) -> String {
+        let mut replies = self.forge.with(|s| {
+            s.review_comments
+                .iter()
+                .filter(|c| c.user == self.bot_login)
+                .map(|c| format!("{}:{}: {}", c.path, c.position, c.body))
+                .collect::<Vec<_>>()
+        });
+        replies.sort();
+        normalise(&replies.join("\n"))
+    }
+
+    /// The labels made through the API (by `forgehand setup`): name,
+    /// colour and description, for a snapshot.
+    pub fn labels(&self) -> String {
+        let labels = self.forge.with(|s| {
+            s.labels
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} #{}: {}",
+                        l.name,
+                        l.color.trim_start_matches('#'),
+                        l.description
+                    )
+                })
+                .collect::<Vec<_>>()
+        });
+        normalise(&labels.join("\n"))
+    }
+
+    /// What the bot set on commits (a commit status or a check run): its
+    /// state, name and description, in order, normalised.
+    pub fn commit_statuses(&self) -> String {
+        let set = self.forge.with(|s| {
+            s.statuses
+                .iter()
+                .map(|(_, _, state, context, description)| {
+                    format!("{state} {context}: {description}")
+                })
+                .collect::<Vec<_>>()
+        });
+        normalise(&set.join("\n"))
     }
 
     /// The pull requests on the forge.
@@ -647,6 +767,26 @@ fn settings(
         env.push((key.clone(), value.clone()));
     }
     env
+}
+
+/// The names of the steps a job's result records, in order.
+pub fn steps(result: &Value) -> Vec<&str> {
+    result["steps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no steps in {result:#}"))
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect()
+}
+
+/// Polls `done` every 25 ms until it holds; fails the test, saying what
+/// it waited for, after a minute (a hang detector, not a timing).
+pub async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "hung: waited 60 s for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
 }
 
 /// The one job of `kind` among `jobs`.

@@ -34,17 +34,7 @@ async fn a_label_then_a_review_on_the_quick_starts_configuration(kind: Kind) {
     let status = story.status(1);
     assert!(status.starts_with("✅ Opened #2: "), "{status}");
 
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let jobs = story.settled().await;
     let review = only(&jobs, "review");
     assert_eq!(review["state"], "succeeded", "{review:#}");

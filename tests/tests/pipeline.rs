@@ -17,6 +17,7 @@ use forgehand_tests::fake_forge::{FakeForge, Kind};
 use forgehand_tests::model_server::{ModelServer, Step};
 use forgehand_tests::project::{good_script, ServedProject, TOKEN};
 use forgehand_tests::rootfs;
+use forgehand_tests::story::steps;
 use serde_json::json;
 
 struct World {
@@ -164,12 +165,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
     let result = w.run(&w.labeled_by("maintainer")).await.unwrap();
     assert_eq!(result["outcome"], "succeeded", "{result}");
     assert_eq!(result["pull_request"], 2);
-    let steps: Vec<&str> = result["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&result);
     assert_eq!(
         steps,
         [

@@ -3,15 +3,14 @@
 //! state the test changes, working on a repository served over smart
 //! HTTP, with the scripted model and the namespace sandbox.
 
-use std::time::{Duration, Instant};
-
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::project::{good_script, review_script};
+use forgehand_tests::project::{document_add_script, good_script, review_script};
 use forgehand_tests::story::{
-    end_held_command, held_command, held_command_pids, host_processes_with, only, Story,
-    MAINTAINER, OUTSIDER, REPO, STATUS_MARKER,
+    end_held_command, held_command, host_processes_with, only, steps, wait_until, Story,
+    MAINTAINER, OUTSIDER, REPO,
 };
+use insta::{allow_duplicates, assert_snapshot};
 use serde_json::{json, Value};
 
 fn pr_link(kind: Kind) -> &'static str {
@@ -32,12 +31,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     let result = &detail["result"];
     assert_eq!(result["pull_request"], 2, "{detail:#}");
     assert!(result["url"].as_str().unwrap().ends_with(pr_link(kind)));
-    let steps: Vec<&str> = result["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(result);
     assert_eq!(
         steps,
         [
@@ -52,19 +46,40 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     );
     let pulls = story.pulls();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
-    let pr = &pulls[0];
-    assert_eq!(pr.number, 2);
-    assert_eq!(pr.user, "forgehand");
-    assert_eq!(pr.title, "Fix add in calc.sh");
-    assert_eq!(pr.pull, Some(("forgehand/1-fix-add".into(), "main".into())));
-    assert!(
-        pr.body.starts_with(
-            "`add` subtracted; now it adds, and `sh test.sh` passes.\n\nCloses #1\n\n**Files changed**\n\n- `calc.sh`\n"
-        ),
-        "{}",
-        pr.body
-    );
-    assert!(pr.body.contains("namespace sandbox"), "{}", pr.body);
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add in calc.sh
+
+        `add` subtracted; now it adds, and `sh test.sh` passes.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:
+
+        | Command | Run by | Exit status |
+        | --- | --- | --- |
+        | `sh test.sh` | agent | 0 |
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        "##));
     assert_eq!(
         story.file_on("forgehand/1-fix-add", "calc.sh").await,
         "add() {\n  echo $(($1 + $2))\n}\n"
@@ -86,18 +101,125 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         )),
         "{message}"
     );
-    let status = story.status(1);
-    assert!(status.starts_with("✅ Opened #2: "), "{status}");
-    assert!(
-        status.lines().next().unwrap().ends_with(pr_link(kind)),
-        "{status}"
-    );
-    // What was tested, as the host saw it: the agent ran the tests.
-    assert!(
-        status.contains(
-            "- Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox"
-        ),
-        "{status}"
+    // The status comment from the first step to the pull request, with
+    // what was tested as the host saw it: the agent ran the tests.
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
+    allow_duplicates!(
+        assert_snapshot!(story.commit_statuses(), @"success forgehand: integrity and secret checks passed")
     );
     // The commit status is on the commit that was pushed, and on no
     // other (the fake refuses a status for a commit the repository does
@@ -164,17 +286,7 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
     let story = Story::start(kind, script).await;
     story.label(1).await;
     story.settled().await;
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let jobs = story.settled().await;
 
     let job = only(&jobs, "review");
@@ -210,19 +322,10 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
         assert_eq!((path, line), (reply_path, reply_line), "{replies:#?}");
     }
     // The agent's note for the thread on calc.sh; none for test.sh.
-    let (on_calc, on_test) = (&replies[0].2, &replies[1].2);
-    assert!(
-        on_calc.starts_with("Done in ") && on_calc.ends_with(": Added a comment above add."),
-        "{on_calc}"
-    );
-    assert_eq!(
-        on_calc.len(),
-        "Done in 0123456789: Added a comment above add.".len()
-    );
-    assert!(
-        on_test.starts_with("Done in ") && on_test.len() == "Done in 0123456789.".len(),
-        "{on_test}"
-    );
+    allow_duplicates!(assert_snapshot!(story.review_replies(), @"
+        calc.sh:1: Done in [sha]: Added a comment above add.
+        test.sh:2: Done in [sha].
+        "));
     if kind == Kind::GitHub {
         story.forge.with(|s| {
             let in_thread = s
@@ -234,13 +337,131 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
         });
     }
     assert_eq!(story.pulls().len(), 1);
-    let updated: Vec<String> = story
-        .bot_comments(2)
-        .into_iter()
-        .filter(|c| c.contains(STATUS_MARKER))
-        .collect();
-    assert_eq!(updated.len(), 1, "{updated:#?}");
-    assert!(updated[0].starts_with("✅ Updated #2: "), "{}", updated[0]);
+    let said = story.said(2);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Updated #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:2 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:2 -->
+            "),
+    }
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add in calc.sh
+
+        `add` subtracted; now it adds, and `sh test.sh` passes.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:
+
+        | Command | Run by | Exit status |
+        | --- | --- | --- |
+        | `sh test.sh` | agent | 0 |
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        "##));
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -269,15 +490,10 @@ async fn stop_during_a_long_job(kind: Kind) {
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while host_processes_with(needle).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "the agent's command never started:\n{}",
-            story.log()
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_until("the agent's command to start", || {
+        !host_processes_with(needle).is_empty()
+    })
+    .await;
     // The agent's command would run for days: the job settles only
     // because the stop ended it (`settled` fails the test after 120 s).
     story.comment(1, MAINTAINER, "/forgehand stop").await;
@@ -289,20 +505,42 @@ async fn stop_during_a_long_job(kind: Kind) {
     let stop = only(&jobs, "command.stop");
     assert_eq!(stop["state"], "succeeded", "{stop:#}");
     assert_eq!(stop["result"]["jobs"], json!([labeled["id"]]));
-    assert_eq!(
-        story.status(1),
-        "⏹️ Stopped: `stopped`. Stopped by @maintainer"
-    );
+    allow_duplicates!(assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ⏹️ Stopped: `stopped`. Stopped by @maintainer
+
+        <!-- forgehand:job:1 -->
+        "));
     // The sandbox's process goes: waited for, with a hang detector (it
     // would otherwise run for days), not timed.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !host_processes_with(needle).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "hung: the sandbox's process outlived the stop by 60 s"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    wait_until("the sandbox's process to end after the stop", || {
+        host_processes_with(needle).is_empty()
+    })
+    .await;
     assert!(story.pulls().is_empty());
     assert_eq!(story.branches().await, ["main"]);
 }
@@ -326,10 +564,10 @@ async fn a_request_without_write_access_gets_one_polite_refusal(kind: Kind) {
 
     assert_eq!(jobs.len(), 1, "{jobs:#?}");
     assert_eq!(jobs[0]["result"]["reason"], "denied", "{:#}", jobs[0]);
-    assert_eq!(
-        story.bot_comments(1),
-        ["@drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer."]
-    );
+    allow_duplicates!(assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        @drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.
+        "));
     let (reactions, requests) = story
         .forge
         .with(|s| (s.reactions.len(), story.model.requests().len()));
@@ -382,12 +620,7 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
     let result = &detail["result"];
     assert_eq!(result["reason"], "tamper", "{detail:#}");
-    let steps: Vec<&str> = result["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(result);
     assert_eq!(
         steps,
         [
@@ -400,9 +633,51 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
         "{detail:#}"
     );
     assert!(result["steps"][3]["ms"].is_u64());
-    let status = story.status(1);
-    assert!(status.starts_with("❌ Stopped: `tamper`. "), "{status}");
-    assert!(status.contains(".git"), "the finding is named: {status}");
+    // The finding is named.
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ❌ Stopped: `tamper`. not pushed: the agent changed git's own files (hooks, config, info or alternates)
+
+        - tamper: `.git/hooks/post-checkout` added (git's own files planted in the working tree)
+
+        <!-- forgehand:job:1 -->
+        ");
     assert_eq!(story.branches().await, ["main"], "nothing pushed");
     assert!(story.pulls().is_empty());
     assert!(!std::path::Path::new("/tmp/forgehand-pwned").exists());
@@ -419,7 +694,63 @@ async fn as_a_github_app_a_labeled_issue_becomes_a_pull_request_with_a_check_run
     let pulls = story.pulls();
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     assert_eq!(pulls[0].user, "forgehand[bot]", "the App opened it");
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+        <!-- forgehand:job:1 -->
+        ");
+    assert_snapshot!(story.commit_statuses(), @"success forgehand: integrity and secret checks passed");
     story.forge.with(|s| {
         assert_eq!(
             s.issued_tokens,
@@ -478,11 +809,7 @@ async fn an_issue_with_150_comments_is_read_to_the_end(kind: Kind) {
         }
     });
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids(needle).is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command(needle).await;
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
     end_held_command(needle);
@@ -529,13 +856,7 @@ async fn gitea_an_issue_with_150_comments_is_read_to_the_end() {
 #[tokio::test(flavor = "multi_thread")]
 async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() {
     let mut script = good_script();
-    script.extend([
-        Step::call(
-            "edit_file",
-            json!({"path": "calc.sh", "old_string": "add() {", "new_string": "# add prints the sum of its arguments.\nadd() {"}),
-        ),
-        Step::finish("Documented add.", "Document add"),
-    ]);
+    script.extend(document_add_script());
     let story = Story::start(Kind::Gitea, script).await;
     story.label(1).await;
     story.settled().await;
@@ -567,10 +888,145 @@ async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() 
         .filter(|p| p.user == "forgehand")
         .collect();
     assert_eq!(bots.len(), 1, "{bots:#?}");
-    assert_eq!(
-        (bots[0].number, bots[0].title.as_str()),
-        (2, "Document add")
-    );
+    assert_eq!(bots[0].number, 2);
+    assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Document add
+
+        Documented add.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 2 turns · $0.0000 · [duration]</sub>
+        "##);
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+        - Tests: nothing was run that tests the change
+
+        <!-- forgehand:job:2 -->
+        ");
     let calls = story.forge.with(|s| s.calls.clone());
     let count = |call: &str| calls.iter().filter(|c| *c == call).count();
     assert_eq!(

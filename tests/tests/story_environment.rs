@@ -8,6 +8,7 @@
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::project::{good_script, review_script};
 use forgehand_tests::story::{only, Story};
+use insta::{allow_duplicates, assert_snapshot};
 
 const BASE_DECLARATION: &str =
     "[environment]\nsetup = \"echo base > $HOME/which\"\ntest = \"sh test.sh && grep -q base $HOME/which\"\n";
@@ -39,23 +40,197 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
         .collect();
     assert_eq!(host.len(), 1, "{result:#}");
     assert_eq!(host[0]["exit_code"], 0);
-    let pr = story.pulls().remove(0);
-    assert!(pr.body.contains("**Testing**"), "{}", pr.body);
-    assert!(
-        pr.body
-            .contains("| `sh test.sh && grep -q base $HOME/which` | Forgehand | 0 |"),
-        "{}",
-        pr.body
-    );
-    let status = story.status(1);
-    assert!(
-        status.contains("- Environment: .forgehand.toml (set up for this job in"),
-        "{status}"
-    );
-    assert!(
-        status.contains("- Tests: `sh test.sh && grep -q base $HOME/which` passed"),
-        "{status}"
-    );
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add in calc.sh
+
+        `add` subtracted; now it adds, and `sh test.sh` passes.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        Environment: .forgehand.toml (set up for this job in [duration]).
+
+        The last test run passed.
+
+        | Command | Run by | Exit status |
+        | --- | --- | --- |
+        | `sh test.sh` | agent | 0 |
+        | `sh test.sh && grep -q base $HOME/which` | Forgehand | 0 |
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        "));
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [ ] environment ← now
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [ ] tests ← now
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Environment: .forgehand.toml (set up for this job in [duration])
+            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [ ] environment ← now
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [ ] tests ← now
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Environment: .forgehand.toml (set up for this job in [duration])
+            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
 
     // Someone changes the declaration on the bot's branch: a follow-up
     // still runs in the base's environment, as kept.
@@ -67,17 +242,7 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
         )],
         "Change the environment on the branch",
     );
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let jobs = story.settled().await;
     let review = only(&jobs, "review");
     assert_eq!(review["state"], "succeeded", "{review:#}");
@@ -95,6 +260,151 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
         review["result"]["testing"]["result"], "passed",
         "{review:#}"
     );
+    let said = story.said(2);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [ ] environment ← now
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [ ] tests ← now
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Updated #2: https://github.invalid/acme/demo/pull/2
+
+            - Environment: .forgehand.toml (reused, no setup run)
+            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+
+            <!-- forgehand:job:2 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [ ] environment ← now
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [ ] tests ← now
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Environment: .forgehand.toml (reused, no setup run)
+            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+
+            <!-- forgehand:job:2 -->
+            "),
+    }
+    allow_duplicates!(assert_snapshot!(story.review_replies(), @"
+        calc.sh:1: Done in [sha]: Added a comment above add.
+        test.sh:2: Done in [sha].
+        "));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

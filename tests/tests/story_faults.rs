@@ -5,10 +5,12 @@
 //! service is killed, or failing a share of every call; each job still
 //! ends with one pull request and one final status comment.
 
-use forgehand_tests::fake_forge::{CallFault, Kind};
+use forgehand_tests::fake_forge::state::FakeIssue;
+use forgehand_tests::fake_forge::{CallFault, ForgeState, Kind};
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::good_script;
 use forgehand_tests::story::{only, Story, MAINTAINER, REPO, STATUS_MARKER};
+use insta::{allow_duplicates, assert_snapshot};
 use serde_json::Value;
 
 /// SIGKILL at each stage boundary.
@@ -47,7 +49,156 @@ async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, u
         (1, 2),
         "made once, then updated after the 429: {calls:#?}"
     );
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    // The pull request was made once, its text as without the faults.
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add in calc.sh
+
+        `add` subtracted; now it adds, and `sh test.sh` passes.
+
+        Closes #1
+
+        **Files changed**
+
+        - `calc.sh`
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        Forgehand ran no test of its own (the repository declares no test command, and none was detected): this change is untested. The agent's runs, in its own sandbox, as its shell reported them:
+
+        | Command | Run by | Exit status |
+        | --- | --- | --- |
+        | `sh test.sh` | agent | 0 |
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        "##));
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -193,6 +344,173 @@ async fn a_failed_attempt_shows_as_a_retry(kind: Kind, issue: &str) {
         !said.iter().any(|t| t.contains("Stopped")),
         "a retried attempt is not a stop: {said:#?}"
     );
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+
+            I will try again shortly (attempt 2 of 5).
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+
+            I will try again shortly (attempt 2 of 5).
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+            <!-- forgehand:job:1 -->
+            "),
+    }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -211,6 +529,44 @@ async fn gitea_a_failed_attempt_shows_as_a_retry() {
         .await;
 }
 
+/// Issues #2 to #20 beside #1, each "Fix add N".
+fn add_issues_up_to_20(s: &mut ForgeState) {
+    for n in 2..=20 {
+        s.add_issue(
+            REPO,
+            MAINTAINER,
+            &format!("Fix add {n}"),
+            "add() subtracts.",
+        );
+    }
+}
+
+/// The maintainer labels issues #1 to #20, one after the other.
+async fn label_issues_1_to_20(story: &Story) {
+    for n in 1..=20 {
+        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
+    }
+    story.forge.settle().await;
+}
+
+/// Each of issues #1 to #20 has exactly one pull request closing it and
+/// a status comment in its final form; there are no others.
+fn one_pull_request_and_final_status_each(story: &Story, pulls: &[FakeIssue]) {
+    for n in 1..=20 {
+        let closing = pulls
+            .iter()
+            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
+            .count();
+        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
+        assert!(
+            story.status(n).starts_with("✅ Opened #"),
+            "issue {n}: {}",
+            story.status(n)
+        );
+    }
+    assert_eq!(pulls.len(), 20);
+}
+
 /// Twenty labelled issues while every fourth API call fails (500, 429
 /// with Retry-After, a secondary rate limit's 403 with Retry-After, 502,
 /// in turn) and every fifth git request too: every issue ends with
@@ -219,23 +575,13 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "1")]).await;
     story.forge.with(|s| {
-        for n in 2..=20 {
-            s.add_issue(
-                REPO,
-                MAINTAINER,
-                &format!("Fix add {n}"),
-                "add() subtracts.",
-            );
-        }
+        add_issues_up_to_20(s);
         s.fault_every = Some(4);
     });
     // And every fifth authenticated git request: 500, 502, 503, 429 with
     // Retry-After in turn, some pushes landing with their answer lost.
     story.project.git.faults(|f| f.every = Some(5));
-    for n in 1..=20 {
-        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
-    }
-    story.forge.settle().await;
+    label_issues_1_to_20(&story).await;
     let jobs = story.settled().await;
 
     let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
@@ -251,19 +597,7 @@ async fn twenty_issues_through_a_faulty_forge(kind: Kind) {
     let git_served = story.project.git.faults(|f| f.served);
     assert!(git_served >= 15, "only {git_served} git faults served");
     let pulls = story.pulls();
-    for n in 1..=20 {
-        let closing = pulls
-            .iter()
-            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
-            .count();
-        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
-        assert!(
-            story.status(n).starts_with("✅ Opened #"),
-            "issue {n}: {}",
-            story.status(n)
-        );
-    }
-    assert_eq!(pulls.len(), 20);
+    one_pull_request_and_final_status_each(&story, &pulls);
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
 
@@ -277,20 +611,10 @@ async fn twenty_issues_with_a_third_of_calls_failing(kind: Kind, seed: u64) {
     let script: Vec<Step> = (0..20).flat_map(|_| good_script()).collect();
     let story = Story::start_with(kind, script, &[("FORGEHAND_QUEUE__WORKERS", "2")]).await;
     story.forge.with(|s| {
-        for n in 2..=20 {
-            s.add_issue(
-                REPO,
-                MAINTAINER,
-                &format!("Fix add {n}"),
-                "add() subtracts.",
-            );
-        }
+        add_issues_up_to_20(s);
         s.fault_share = Some(forgehand_tests::fake_forge::FaultShare::new(333, seed));
     });
-    for n in 1..=20 {
-        story.forge.label_issue(REPO, n, "forgehand", MAINTAINER);
-    }
-    story.forge.settle().await;
+    label_issues_1_to_20(&story).await;
     let jobs = story.settled().await;
     let labeled: Vec<&Value> = jobs.iter().filter(|j| j["kind"] == "labeled").collect();
     assert_eq!(labeled.len(), 20, "{jobs:#?}");
@@ -317,19 +641,7 @@ async fn twenty_issues_with_a_third_of_calls_failing(kind: Kind, seed: u64) {
         });
         std::fs::write(format!("/tmp/story-{kind:?}.calls"), calls).unwrap();
     }
-    for n in 1..=20 {
-        let closing = pulls
-            .iter()
-            .filter(|p| p.body.contains(&format!("Closes #{n}\n")))
-            .count();
-        assert_eq!(closing, 1, "issue {n}: {closing} pull requests");
-        assert!(
-            story.status(n).starts_with("✅ Opened #"),
-            "issue {n}: {}",
-            story.status(n)
-        );
-    }
-    assert_eq!(pulls.len(), 20);
+    one_pull_request_and_final_status_each(&story, &pulls);
     // A call that gave up did so at its last try, never at its first.
     let log = story.log();
     for line in log

@@ -6,7 +6,8 @@
 
 use forgehand_tests::fake_forge::Kind;
 use forgehand_tests::model_server::Step;
-use forgehand_tests::story::{only, Story, MAINTAINER, OUTSIDER, STATUS_MARKER};
+use forgehand_tests::story::{only, steps, Story, MAINTAINER, OUTSIDER};
+use insta::{allow_duplicates, assert_snapshot};
 use serde_json::{json, Value};
 
 /// The fix, and a CI workflow nobody asked for: held as sensitive.
@@ -40,16 +41,6 @@ fn make_instead() -> Vec<Step> {
     ]
 }
 
-/// The bot's status comments on `number`, oldest first, without marker.
-fn statuses(story: &Story, number: u64) -> Vec<String> {
-    story
-        .bot_comments(number)
-        .into_iter()
-        .filter(|c| c.contains(STATUS_MARKER))
-        .map(|c| c.split(STATUS_MARKER).next().unwrap().trim_end().to_owned())
-        .collect()
-}
-
 /// The held job's kept commit, from its record.
 fn held_commit(job: &Value) -> String {
     job["result"]["held"]["commit"]
@@ -69,20 +60,55 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
     let short = &commit[..10];
     let status = story.status(1);
     assert!(
-        status.starts_with(
-            "✋ Held for a maintainer: `sensitive`. The changes touch files that are not \
-             ordinary source, tests or documentation, so I did not push it.\n\n"
-        ),
+        status.contains(&format!("The change is kept as commit `{short}`")),
         "{status}"
     );
-    assert!(status.contains("`.github/workflows/ci.yml`"), "{status}");
-    assert!(
-        status.contains(&format!(
-            "The change is kept as commit `{short}`, on no branch the forge sees. Saying \
-             `/forgehand allow-sensitive` pushes exactly that commit"
-        )),
-        "{status}"
-    );
+    allow_duplicates!(assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+
+        - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+        <!-- forgehand:job:1 -->
+        "));
     assert_eq!(story.branches().await, ["main"], "nothing is pushed");
     assert!(story.pulls().is_empty());
     let asked = story.model.requests().len();
@@ -106,21 +132,222 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
     let mut changed = story.changes_on(&branch).await;
     changed.sort();
     assert_eq!(changed, ["A .github/workflows/ci.yml", "M calc.sh"]);
-    assert_eq!(pulls[0].title, "Fix add, run the tests in CI");
-    assert!(
-        pulls[0].body.contains("`.github/workflows/ci.yml`"),
-        "the pull request lists what was allowed: {}",
-        pulls[0].body
-    );
-    let said = statuses(&story, 1);
+    // The pull request lists what was allowed.
+    allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Fix add, run the tests in CI
+
+        `add` now adds; CI runs the tests.
+
+        Closes #1
+
+        **Files changed**
+
+        - `.github/workflows/ci.yml`
+        - `calc.sh`
+
+        **Needs a careful look** (sensitive files, pushed because allowed)
+
+        - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 0 turns · $0.0000 · [duration]</sub>
+        "##));
+    let said = story.status_comments(1);
     assert_eq!(said.len(), 2, "{said:#?}");
-    assert!(said[1].starts_with("✅ Opened #2: "), "{}", said[1]);
-    let steps: Vec<&str> = release["result"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let said = story.said(1);
+    match kind {
+        Kind::GitHub => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+
+            - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+
+            The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+            <!-- forgehand:job:1 -->
+            ━━ comment 2 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+            - Tests: nothing was run that tests the change
+
+            <!-- forgehand:job:2 -->
+            "),
+        Kind::Gitea => assert_snapshot!(said, @"
+            ━━ comment 1 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [ ] agent ← now
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:1 -->
+            ── edited ──
+            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+
+            - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+
+            The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+            <!-- forgehand:job:1 -->
+            ━━ comment 2 ━━
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [ ] working copy ← now
+            - [ ] environment
+            - [ ] agent
+            - [ ] tests
+            - [ ] gate, commit and push
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [ ] gate, commit and push ← now
+            - [ ] pull request
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            🛠️ **Forgehand is working on this.**
+
+            - [x] authorized
+            - [x] working copy
+            - [x] environment
+            - [x] agent
+            - [x] tests
+            - [x] gate, commit and push
+            - [ ] pull request ← now
+
+            <!-- forgehand:job:2 -->
+            ── edited ──
+            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+            - Tests: nothing was run that tests the change
+
+            <!-- forgehand:job:2 -->
+            "),
+    }
+    let steps = steps(&release["result"]);
     assert!(steps.contains(&"held change released"), "{steps:?}");
     assert!(!steps.contains(&"agent"), "{steps:?}");
 }
@@ -150,14 +377,53 @@ async fn a_change_held_twice_needs_both_allowances() {
         json!(["destructive", "sensitive"])
     );
     let commit = held_commit(held);
-    let status = story.status(1);
-    assert!(
-        status.contains(
-            "Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of \
-             them, in any order) pushes exactly that commit"
-        ),
-        "{status}"
-    );
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+
+        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+        <!-- forgehand:job:1 -->
+        ");
     let asked = story.model.requests().len();
 
     story
@@ -190,6 +456,132 @@ async fn a_change_held_twice_needs_both_allowances() {
     assert_eq!(story.model.requests().len(), asked);
     let (branch, _) = story.pulls()[0].pull.clone().unwrap();
     assert_eq!(story.tip(&branch), commit);
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+
+        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
+        ━━ comment 3 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+
+        - Tests: nothing was run that tests the change
+
+        <!-- forgehand:job:3 -->
+        ");
+    assert_snapshot!(story.pull_request(2), @r##"
+        #2 by forgehand, forgehand/1-fix-add → main
+        # Use make
+
+        Replaced the scripts with a Makefile.
+
+        Closes #1
+
+        **Files changed**
+
+        - `Makefile`
+        - `calc.sh`
+        - `test.sh`
+
+        **Needs a careful look** (sensitive files, pushed because allowed)
+
+        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+
+        **Testing** (what Forgehand saw run, not what the agent says)
+
+        No environment: the tests were not run — declare one in `.forgehand.toml`, for example:
+
+        ```text
+        [environment]
+        packages = []
+        setup = "# the command that installs the dependencies"
+        test = "# the command that runs the tests"
+        # the files the setup reads besides the manifests it finds
+        inputs = []
+        ```
+
+        ---
+        <sub>Forgehand · namespace sandbox, shared kernel · 0 turns · $0.0000 · [duration]</sub>
+        "##);
 }
 
 /// An allowance from someone who may not command the bot allows nothing:
@@ -221,4 +613,55 @@ async fn an_outsiders_allowance_counts_for_nothing() {
         .ends_with("also needs `/forgehand allow-destructive` before I push it."));
     assert_eq!(story.branches().await, ["main"]);
     assert!(story.pulls().is_empty());
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+
+        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        @drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.
+        ━━ comment 3 ━━
+        @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
+        ");
 }

@@ -14,6 +14,7 @@ use forgehand_tests::fake_forge::webhooks::HookScope;
 use forgehand_tests::fake_forge::{Kind, APP_BOT};
 use forgehand_tests::project::{good_script, TOKEN};
 use forgehand_tests::story::{only, Story, BOT, REPO};
+use insta::{allow_duplicates, assert_snapshot};
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
 fn text(bytes: &[u8]) -> String {
@@ -350,6 +351,9 @@ async fn the_token_mode_wires_a_repository_once(kind: Kind) {
             .is_some_and(|s| (200..300).contains(&s));
         assert!(answered, "{:?}", tests[run - 1]);
     }
+    allow_duplicates!(
+        assert_snapshot!(story.labels(), @"forgehand #5319e7: Ask Forgehand to work on this issue")
+    );
     let secret = story.forge.with(|s| {
         let id = s.webhooks.deliveries[0].hook_id;
         s.webhooks.secret_of(id)
@@ -495,6 +499,7 @@ async fn setup_gitea_for_an_organization_makes_its_hook_and_label_once() {
         assert_eq!(hooks[0].0, HookScope::Org("acme".into()));
         assert_eq!(story.forge.with(|s| s.labels.len()), 1, "run {run}");
     }
+    assert_snapshot!(story.labels(), @"forgehand #5319e7: Ask Forgehand to work on this issue");
     // The organization's hook hears its repositories.
     story.label(1).await;
     let jobs = story.settled().await;

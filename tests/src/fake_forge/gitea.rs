@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::state::{FakeComment, FakeIssue, ForgeState};
+use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::webhooks::Change;
 use super::{user_json, Answer, Kind, Request};
 
@@ -15,59 +15,31 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
         .unwrap_or(template);
     match (method, t) {
         ("GET", "/issues/{index}") => {
-            let issue = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == r.num("index"))
-                .ok_or_else(not_found)?;
+            let issue = s.issue(repo, r.num("index")).ok_or_else(not_found)?;
             Ok((StatusCode::OK, issue_json(issue)))
         }
         ("GET", "/issues/{index}/comments") => {
-            let list: Vec<Value> = s
-                .comments
-                .iter()
-                .filter(|c| c.repo == repo && c.issue == r.num("index"))
-                .map(comment_json)
-                .collect();
-            Ok((StatusCode::OK, Value::Array(list)))
+            let list = s.comments_on(repo, r.num("index")).map(comment_json);
+            Ok((StatusCode::OK, Value::Array(list.collect())))
         }
         ("POST", "/issues/{index}/comments") => {
-            if !s
-                .issues
-                .iter()
-                .any(|i| i.repo == repo && i.number == r.num("index"))
-            {
-                return Err(not_found());
-            }
-            let id = s.add_comment(
-                repo,
-                r.num("index"),
-                user,
-                body["body"].as_str().unwrap_or_default(),
-            );
-            let answer = comment_json(s.comments.iter().find(|c| c.id == id).unwrap());
-            s.notify(Kind::Gitea, repo, user, Change::Commented { comment: id });
-            Ok((StatusCode::CREATED, answer))
+            let text = body["body"].as_str().unwrap_or_default();
+            let comment = s
+                .comment_announced(Kind::Gitea, repo, r.num("index"), user, text)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::CREATED, comment_json(comment)))
         }
         ("PATCH", "/issues/comments/{id}") => {
-            let c = s
-                .comments
-                .iter_mut()
-                .find(|c| c.repo == repo && c.id == r.num("id"))
-                .ok_or_else(not_found)?;
-            if c.user != user {
-                return Err((StatusCode::FORBIDDEN, "not your comment".into()));
-            }
-            let text = body["body"].as_str().unwrap_or_default().into();
-            let from = std::mem::replace(&mut c.body, text);
-            let (answer, comment) = (comment_json(c), c.id);
-            s.notify(
-                Kind::Gitea,
-                repo,
-                user,
-                Change::CommentEdited { comment, from },
-            );
-            Ok((StatusCode::OK, answer))
+            let text = body["body"].as_str().unwrap_or_default();
+            let comment = s
+                .edit_comment_announced(Kind::Gitea, repo, r.num("id"), user, text)
+                .map_err(|e| match e {
+                    EditRefused::NoSuchComment => not_found(),
+                    EditRefused::NotTheAuthors => {
+                        (StatusCode::FORBIDDEN, "not your comment".into())
+                    }
+                })?;
+            Ok((StatusCode::OK, comment_json(&comment)))
         }
         ("POST", "/issues/{index}/reactions") | ("POST", "/issues/comments/{id}/reactions") => {
             let target = if t.contains("comments") {
@@ -156,40 +128,22 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 .ok_or_else(not_found)?;
             Ok((StatusCode::OK, pull_json(pr)))
         }
-        ("POST", "/pulls") => match s
-            .open_pull(repo, user, body)
-            .map(|pr| (pull_json(pr), pr.number))
-        {
-            Some((answer, number)) => {
-                s.notify(Kind::Gitea, repo, user, Change::PullOpened { number });
-                Ok((StatusCode::CREATED, answer))
-            }
+        ("POST", "/pulls") => match s.open_pull_announced(Kind::Gitea, repo, user, body) {
+            Some(pr) => Ok((StatusCode::CREATED, pull_json(&pr))),
             None => Err((
                 StatusCode::CONFLICT,
                 "pull request already exists for these targets".into(),
             )),
         },
         ("GET", "/pulls/{index}") => {
-            let pr = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == r.num("index") && i.pull.is_some())
-                .ok_or_else(not_found)?;
+            let pr = s.pull(repo, r.num("index")).ok_or_else(not_found)?;
             Ok((StatusCode::OK, pull_json(pr)))
         }
         ("PATCH", "/pulls/{index}") => {
-            let number = r.num("index");
-            let before = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == number)
-                .cloned();
-            let pr = s.edit_pull(repo, number, body).ok_or_else(not_found)?;
-            let answer = pull_json(pr);
-            if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, s)) {
-                s.notify(Kind::Gitea, repo, user, change);
-            }
-            Ok((StatusCode::CREATED, answer))
+            let pr = s
+                .edit_pull_announced(Kind::Gitea, repo, user, r.num("index"), body)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::CREATED, pull_json(&pr)))
         }
         ("POST", "/pulls/{index}/requested_reviewers") => {
             let number = r.num("index");

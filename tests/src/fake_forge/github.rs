@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::state::{FakeComment, FakeIssue, ForgeState};
+use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::webhooks::Change;
 use super::{user_json, Answer, Kind, Request};
 use crate::api_spec::Matched;
@@ -174,65 +174,32 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
             ))
         }
         ("GET", "/issues/{issue_number}") => {
-            let issue = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == r.num("issue_number"))
-                .ok_or_else(not_found)?;
+            let issue = s.issue(repo, r.num("issue_number")).ok_or_else(not_found)?;
             Ok((StatusCode::OK, issue_json(issue)))
         }
         ("GET", "/issues/{issue_number}/comments") => {
-            let list: Vec<Value> = s
-                .comments
-                .iter()
-                .filter(|c| c.repo == repo && c.issue == r.num("issue_number"))
-                .map(comment_json)
-                .collect();
-            Ok((StatusCode::OK, Value::Array(list)))
+            let list = s.comments_on(repo, r.num("issue_number")).map(comment_json);
+            Ok((StatusCode::OK, Value::Array(list.collect())))
         }
         ("POST", "/issues/{issue_number}/comments") => {
-            let number = r.num("issue_number");
-            if !s
-                .issues
-                .iter()
-                .any(|i| i.repo == repo && i.number == number)
-            {
-                return Err(not_found());
-            }
-            let id = s.add_comment(
-                repo,
-                number,
-                user,
-                body["body"].as_str().unwrap_or_default(),
-            );
-            let answer = comment_json(s.comments.iter().find(|c| c.id == id).unwrap());
-            s.notify(Kind::GitHub, repo, user, Change::Commented { comment: id });
-            Ok((StatusCode::CREATED, answer))
+            let text = body["body"].as_str().unwrap_or_default();
+            let comment = s
+                .comment_announced(Kind::GitHub, repo, r.num("issue_number"), user, text)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::CREATED, comment_json(comment)))
         }
         ("PATCH", "/issues/comments/{comment_id}") => {
-            let c = s
-                .comments
-                .iter_mut()
-                .find(|c| c.repo == repo && c.id == r.num("comment_id"))
-                .ok_or_else(not_found)?;
-            if c.user != user {
-                return Err((
-                    StatusCode::FORBIDDEN,
-                    "Must have admin rights to Repository.".into(),
-                ));
-            }
-            let from = std::mem::replace(
-                &mut c.body,
-                body["body"].as_str().unwrap_or_default().into(),
-            );
-            let (answer, comment) = (comment_json(c), c.id);
-            s.notify(
-                Kind::GitHub,
-                repo,
-                user,
-                Change::CommentEdited { comment, from },
-            );
-            Ok((StatusCode::OK, answer))
+            let text = body["body"].as_str().unwrap_or_default();
+            let comment = s
+                .edit_comment_announced(Kind::GitHub, repo, r.num("comment_id"), user, text)
+                .map_err(|e| match e {
+                    EditRefused::NoSuchComment => not_found(),
+                    EditRefused::NotTheAuthors => (
+                        StatusCode::FORBIDDEN,
+                        "Must have admin rights to Repository.".into(),
+                    ),
+                })?;
+            Ok((StatusCode::OK, comment_json(&comment)))
         }
         ("POST", "/issues/{issue_number}/reactions")
         | ("POST", "/issues/comments/{comment_id}/reactions") => {
@@ -302,40 +269,22 @@ pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Reques
                 Value::Array(list.into_iter().map(pull_json).collect()),
             ))
         }
-        ("POST", "/pulls") => match s
-            .open_pull(repo, user, body)
-            .map(|pr| (pull_json(pr), pr.number))
-        {
-            Some((answer, number)) => {
-                s.notify(Kind::GitHub, repo, user, Change::PullOpened { number });
-                Ok((StatusCode::CREATED, answer))
-            }
+        ("POST", "/pulls") => match s.open_pull_announced(Kind::GitHub, repo, user, body) {
+            Some(pr) => Ok((StatusCode::CREATED, pull_json(&pr))),
             None => Err((
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "A pull request already exists for this head.".into(),
             )),
         },
         ("GET", "/pulls/{pull_number}") => {
-            let pr = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == r.num("pull_number") && i.pull.is_some())
-                .ok_or_else(not_found)?;
+            let pr = s.pull(repo, r.num("pull_number")).ok_or_else(not_found)?;
             Ok((StatusCode::OK, pull_json(pr)))
         }
         ("PATCH", "/pulls/{pull_number}") => {
-            let number = r.num("pull_number");
-            let before = s
-                .issues
-                .iter()
-                .find(|i| i.repo == repo && i.number == number)
-                .cloned();
-            let pr = s.edit_pull(repo, number, body).ok_or_else(not_found)?;
-            let answer = pull_json(pr);
-            if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, s)) {
-                s.notify(Kind::GitHub, repo, user, change);
-            }
-            Ok((StatusCode::OK, answer))
+            let pr = s
+                .edit_pull_announced(Kind::GitHub, repo, user, r.num("pull_number"), body)
+                .ok_or_else(not_found)?;
+            Ok((StatusCode::OK, pull_json(&pr)))
         }
         ("POST", "/pulls/{pull_number}/requested_reviewers") => {
             let number = r.num("pull_number");

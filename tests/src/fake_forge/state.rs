@@ -4,6 +4,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::webhooks::Change;
+
 /// The scopes a Gitea token made for the bot carries (what `forgehand
 /// setup gitea` checks for).
 pub const GITEA_SCOPES: [&str; 4] = [
@@ -229,6 +231,16 @@ pub struct FakeComment {
     pub id: u64,
     pub user: String,
     pub body: String,
+    /// Every body the comment had, oldest first, the current one last:
+    /// what a reader saw it say on the way.
+    pub history: Vec<String>,
+}
+
+/// Why a comment was not edited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditRefused {
+    NoSuchComment,
+    NotTheAuthors,
 }
 
 #[derive(Debug, Clone)]
@@ -315,8 +327,32 @@ impl ForgeState {
             id,
             user: user.into(),
             body: body.into(),
+            history: vec![body.into()],
         });
         id
+    }
+
+    /// `user` sets comment `id`'s body to `text`: the comment, and the
+    /// body it had. Only its author may (both forges refuse anyone else
+    /// but an admin, and the bot is none).
+    pub fn edit_comment(
+        &mut self,
+        repo: &str,
+        id: u64,
+        user: &str,
+        text: &str,
+    ) -> Result<(&FakeComment, String), EditRefused> {
+        let c = self
+            .comments
+            .iter_mut()
+            .find(|c| c.repo == repo && c.id == id)
+            .ok_or(EditRefused::NoSuchComment)?;
+        if c.user != user {
+            return Err(EditRefused::NotTheAuthors);
+        }
+        let from = std::mem::replace(&mut c.body, text.into());
+        c.history.push(text.into());
+        Ok((c, from))
     }
 
     pub fn add_review(
@@ -429,6 +465,115 @@ impl ForgeState {
         }
         if let Some(text) = body["body"].as_str() {
             pr.body = text.into();
+        }
+        Some(pr)
+    }
+}
+
+/// What both forges' routes do alike: the change made, then announced to
+/// the hooks as the forge of `kind` announces it.
+impl ForgeState {
+    /// Issue (or pull request) `number` of `repo`.
+    pub fn issue(&self, repo: &str, number: u64) -> Option<&FakeIssue> {
+        self.issues
+            .iter()
+            .find(|i| i.repo == repo && i.number == number)
+    }
+
+    /// The comments on issue or pull request `number` of `repo`, oldest
+    /// first.
+    pub fn comments_on<'a>(
+        &'a self,
+        repo: &'a str,
+        number: u64,
+    ) -> impl Iterator<Item = &'a FakeComment> + 'a {
+        self.comments
+            .iter()
+            .filter(move |c| c.repo == repo && c.issue == number)
+    }
+
+    /// Pull request `number` of `repo`.
+    pub fn pull(&self, repo: &str, number: u64) -> Option<&FakeIssue> {
+        self.issues
+            .iter()
+            .find(|i| i.repo == repo && i.number == number && i.pull.is_some())
+    }
+
+    /// `user` comments `text` on issue or pull request `number`; `None`
+    /// when there is none.
+    pub(super) fn comment_announced(
+        &mut self,
+        kind: super::Kind,
+        repo: &str,
+        number: u64,
+        user: &str,
+        text: &str,
+    ) -> Option<&FakeComment> {
+        if !self
+            .issues
+            .iter()
+            .any(|i| i.repo == repo && i.number == number)
+        {
+            return None;
+        }
+        let comment = self.add_comment(repo, number, user, text);
+        self.notify(kind, repo, user, Change::Commented { comment });
+        self.comments.iter().find(|c| c.id == comment)
+    }
+
+    /// [`ForgeState::edit_comment`], announced.
+    pub(super) fn edit_comment_announced(
+        &mut self,
+        kind: super::Kind,
+        repo: &str,
+        id: u64,
+        user: &str,
+        text: &str,
+    ) -> Result<FakeComment, EditRefused> {
+        let (comment, from) = self.edit_comment(repo, id, user, text)?;
+        let comment = comment.clone();
+        self.notify(
+            kind,
+            repo,
+            user,
+            Change::CommentEdited {
+                comment: comment.id,
+                from,
+            },
+        );
+        Ok(comment)
+    }
+
+    /// [`ForgeState::open_pull`], announced.
+    pub(super) fn open_pull_announced(
+        &mut self,
+        kind: super::Kind,
+        repo: &str,
+        user: &str,
+        body: &serde_json::Value,
+    ) -> Option<FakeIssue> {
+        let pr = self.open_pull(repo, user, body)?.clone();
+        self.notify(kind, repo, user, Change::PullOpened { number: pr.number });
+        Some(pr)
+    }
+
+    /// [`ForgeState::edit_pull`], announced when the title or body changed.
+    pub(super) fn edit_pull_announced(
+        &mut self,
+        kind: super::Kind,
+        repo: &str,
+        user: &str,
+        number: u64,
+        body: &serde_json::Value,
+    ) -> Option<FakeIssue> {
+        let before = self
+            .issues
+            .iter()
+            .find(|i| i.repo == repo && i.number == number)
+            .cloned();
+        let pr = self.edit_pull(repo, number, body)?.clone();
+        if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, self)) {
+            self.notify(kind, repo, user, change);
         }
         Some(pr)
     }

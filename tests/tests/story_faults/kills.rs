@@ -11,7 +11,8 @@ use forgehand_tests::fake_forge::{Hold, Kind};
 use forgehand_tests::git_http::GitRequest;
 use forgehand_tests::model_server::Step;
 use forgehand_tests::project::{good_script, review_script};
-use forgehand_tests::story::{end_held_command, held_command, held_command_pids, only, Story};
+use forgehand_tests::story::{end_held_command, held_command, only, steps, Story};
+use insta::assert_snapshot;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -30,11 +31,7 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids("646464").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command("646464").await;
     assert_eq!(story.bot_comments(1).len(), 1, "the status comment is up");
     story.kill_forgehand();
     // What the killed service's sandbox ran goes with it.
@@ -47,7 +44,95 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     assert_eq!(job["attempts"], 2, "the lease ran out and it ran again");
     assert_eq!(story.pulls().len(), 1, "exactly one pull request");
     assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
-    assert!(story.status(1).starts_with("✅ Opened #2: "));
+    // The second attempt says which it is and what ended the first.
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [x] gate, commit and push
+        - [ ] pull request ← now
+
+        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+
+        <!-- forgehand:job:1 -->
+        ");
 }
 
 /// SIGKILL on the job's last attempt: no attempt is left to finish it,
@@ -70,11 +155,7 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
     )
     .await;
     story.label(1).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while held_command_pids("737373").is_empty() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    story.wait_for_held_command("737373").await;
     assert!(story
         .status(1)
         .starts_with("🛠️ **Forgehand is working on this.**"));
@@ -94,10 +175,36 @@ async fn sigkill_on_the_last_attempt_leaves_a_final_status_not_working() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(
-        story.status(1),
-        "❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)"
-    );
+    assert_snapshot!(story.said(1), @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
+
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
+
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ❌ Stopped: `infra`. the worker stopped heartbeating (crashed or hung) on the last attempt (1 of 1)
+
+        <!-- forgehand:job:1 -->
+        ");
     assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
     assert!(story.pulls().is_empty());
 }
@@ -165,12 +272,7 @@ async fn sigkill_at_a_boundary_and_the_next_attempt_completes_the_job(
     assert_eq!(eyes, 1, "one 👀");
     assert_eq!(story.model.left(), 0, "the agent ran {agent_runs} time(s)");
     let detail = story.api(&format!("/api/jobs/{}", job["id"])).await;
-    let steps: Vec<&str> = detail["result"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = steps(&detail["result"]);
     assert_eq!(
         steps.contains(&"resumed after the push"),
         resumed,
@@ -333,17 +435,7 @@ async fn sigkill_in_a_follow_up_and_the_next_attempt_answers_each_thread_once(
     story.label(1).await;
     story.settled().await;
     story.forge.with(|s| s.holds.push(held));
-    story
-        .review(
-            2,
-            "REQUEST_CHANGES",
-            "Nearly there.",
-            &[
-                ("calc.sh", 1, "Say what add does."),
-                ("test.sh", 2, "Test 0 + 0 too."),
-            ],
-        )
-        .await;
+    story.review_two_threads().await;
     let deadline = Instant::now() + Duration::from_secs(90);
     while story.forge.with(|s| s.held.is_empty()) {
         assert!(

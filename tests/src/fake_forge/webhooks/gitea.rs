@@ -108,14 +108,7 @@ pub(super) fn payload(
             body_from,
         } => {
             let mut p = on_issue(*number, "edited", "HookPullRequestChangeBody.json")?;
-            let mut changes = json!({});
-            if let Some(from) = title_from {
-                changes["title"] = json!({"from": from});
-            }
-            if let Some(from) = body_from {
-                changes["body"] = json!({"from": from});
-            }
-            p.body["changes"] = changes;
+            p.body["changes"] = super::changes(title_from, body_from);
             p
         }
         Change::ReviewRequested { number, reviewer } => {

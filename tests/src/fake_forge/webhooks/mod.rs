@@ -489,6 +489,19 @@ impl FakeForge {
 
 /// What an edit of pull request `before` changed, as the forge announces
 /// it; `None` when it changed nothing (and the forge says nothing).
+/// An edit's `changes`, as both forges send it: what the title and the
+/// body were before, each only when it changed.
+fn changes(title_from: &Option<String>, body_from: &Option<String>) -> serde_json::Value {
+    let mut changes = serde_json::json!({});
+    if let Some(from) = title_from {
+        changes["title"] = serde_json::json!({"from": from});
+    }
+    if let Some(from) = body_from {
+        changes["body"] = serde_json::json!({"from": from});
+    }
+    changes
+}
+
 pub(super) fn edited(before: &FakeIssue, s: &ForgeState) -> Option<Change> {
     let now = s
         .issues
