@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use forgehand_tests::fake_forge::webhooks::HookScope;
+use forgehand_tests::fake_forge::hooks::HookScope;
 use forgehand_tests::fake_forge::{Kind, APP_BOT};
 use forgehand_tests::project::{good_script, TOKEN};
 use forgehand_tests::story::{only, Story, BOT, REPO};

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
-use super::webhooks::Change;
+use super::hooks::Change;
 use super::{user_json, Answer, Kind, Request};
 
 pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 
 use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
-use super::webhooks::Change;
+use super::hooks::Change;
 use super::{user_json, Answer, Kind, Request};
 use crate::api_spec::Matched;
 

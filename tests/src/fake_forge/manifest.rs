@@ -11,8 +11,8 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
+use super::hooks::{Hook, HookScope};
 use super::state::{ForgeState, ManifestApp};
-use super::webhooks::{Hook, HookScope};
 
 /// The manifest's keys GitHub documents.
 const KEYS: [&str; 12] = [

@@ -11,6 +11,7 @@
 
 mod gitea;
 mod github;
+pub mod hooks;
 mod manifest;
 mod paging;
 mod setup;
@@ -29,8 +30,8 @@ use serde_json::{json, Value};
 
 use crate::api_spec::ApiSpec;
 pub use github::APP_BOT;
+pub use hooks::Delivery;
 pub use state::{CallFault, FaultShare, ForgeState, Hold};
-pub use webhooks::Delivery;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -7,8 +7,8 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
+use super::hooks::{Change, Hook, HookScope};
 use super::state::{FakeLabel, ForgeState};
-use super::webhooks::{Change, Hook, HookScope};
 use super::{user_json, Answer, Kind, Request};
 
 fn not_found() -> (StatusCode, String) {

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::webhooks::Change;
+use super::hooks::Change;
 
 /// The scopes a Gitea token made for the bot carries (what `forgehand
 /// setup gitea` checks for).
@@ -72,7 +72,7 @@ pub struct ForgeState {
     pub calls_seen: u64,
     pub faults_served: u64,
     /// The registered hooks and every delivery sent to them.
-    pub webhooks: super::webhooks::Webhooks,
+    pub webhooks: super::hooks::Webhooks,
     /// Installation id → the App it belongs to (for Apps made from a
     /// manifest, whose webhook hears only where they are installed).
     pub installation_apps: HashMap<u64, u64>,
@@ -98,7 +98,7 @@ pub struct ForgeState {
 #[derive(Debug, Clone)]
 pub struct FakeLabel {
     pub id: u64,
-    pub scope: super::webhooks::HookScope,
+    pub scope: super::hooks::HookScope,
     pub name: String,
     pub color: String,
     pub description: String,
@@ -572,9 +572,25 @@ impl ForgeState {
             .find(|i| i.repo == repo && i.number == number)
             .cloned();
         let pr = self.edit_pull(repo, number, body)?.clone();
-        if let Some(change) = before.and_then(|b| super::webhooks::edited(&b, self)) {
+        if let Some(change) = before.and_then(|b| edited(&b, self)) {
             self.notify(kind, repo, user, change);
         }
         Some(pr)
     }
+}
+
+/// What an edit of pull request `before` changed, as the forge announces
+/// it; `None` when it changed nothing (and the forge says nothing).
+fn edited(before: &FakeIssue, s: &ForgeState) -> Option<Change> {
+    let now = s
+        .issues
+        .iter()
+        .find(|i| i.repo == before.repo && i.number == before.number)?;
+    let title_from = (now.title != before.title).then(|| before.title.clone());
+    let body_from = (now.body != before.body).then(|| before.body.clone());
+    (title_from.is_some() || body_from.is_some()).then_some(Change::PullEdited {
+        number: before.number,
+        title_from,
+        body_from,
+    })
 }

@@ -5,7 +5,8 @@
 use forgehand_forge::ReviewState;
 use serde_json::{json, Value};
 
-use super::payload::{review_state, stable_id, user, Change, Payload, Site};
+use super::payload::{review_state, stable_id, user, Payload, Site};
+use crate::fake_forge::hooks::Change;
 use crate::fake_forge::state::{FakeIssue, ForgeState};
 
 pub(super) fn headers(

@@ -4,7 +4,8 @@
 use forgehand_forge::ReviewState;
 use serde_json::{json, Value};
 
-use super::payload::{review_state, stable_id, text_or_null, user, Change, Payload, Site};
+use super::payload::{review_state, stable_id, text_or_null, user, Payload, Site};
+use crate::fake_forge::hooks::Change;
 use crate::fake_forge::state::{FakeIssue, ForgeState};
 
 /// GitHub's web pages, as the fake's API answers name them.

@@ -9,103 +9,15 @@ mod gitea;
 mod github;
 mod payload;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify};
 
+pub(super) use super::hooks::Change;
+use super::hooks::{Delivery, Hook, HookScope, Webhooks};
 use super::state::FakeIssue;
 use super::{FakeForge, ForgeState, Kind};
-pub(super) use payload::Change;
-
-/// The hooks, the repositories' settings hooks report, and every delivery.
-#[derive(Default)]
-pub struct Webhooks {
-    hooks: Vec<Hook>,
-    /// Every delivery, in the order it was queued.
-    pub deliveries: Vec<Delivery>,
-    /// `owner/name` → (clone URL, default branch) when a test set them.
-    repos: HashMap<String, (Option<String>, Option<String>)>,
-    base_url: String,
-    /// Indexes into `deliveries`, for the task that posts them.
-    outbox: Option<mpsc::UnboundedSender<usize>>,
-}
-
-#[derive(Debug, Clone)]
-pub(in crate::fake_forge) struct Hook {
-    pub id: u64,
-    pub url: String,
-    pub secret: String,
-    /// Whose changes it hears: `None` for a hook a test added (every
-    /// repository), else one repository's or one organization's (made
-    /// through the API).
-    pub scope: Option<HookScope>,
-    pub events: Vec<String>,
-    pub active: bool,
-    pub content_type: String,
-}
-
-/// What a hook made through the API belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookScope {
-    Repo(String),
-    Org(String),
-    /// A GitHub App's webhook: it hears the repositories the App is
-    /// installed on.
-    App(u64),
-}
-
-impl Hook {
-    /// Whether a change in `repo` (where the App `installed` is
-    /// installed, if any) is delivered to it.
-    fn hears(&self, repo: &str, installed: Option<u64>) -> bool {
-        self.active
-            && match &self.scope {
-                None => true,
-                Some(HookScope::Repo(r)) => r == repo,
-                Some(HookScope::Org(org)) => repo.split('/').next() == Some(org.as_str()),
-                Some(HookScope::App(app)) => installed == Some(*app),
-            }
-    }
-}
-
-/// One delivery to one hook: what was sent and how it was answered.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub hook_id: u64,
-    pub url: String,
-    /// `X-GitHub-Event` or `X-Gitea-Event`.
-    pub event: String,
-    pub action: Option<String>,
-    pub delivery_id: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    /// The receiver's HTTP status, once it answered.
-    pub status: Option<u16>,
-    /// The receiver's answer body.
-    pub answer: Option<String>,
-    /// Why there was no answer (connection refused, timeout).
-    pub error: Option<String>,
-}
-
-impl Delivery {
-    /// A header's value, by its name in any case.
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn answered(&self) -> bool {
-        self.status.is_some() || self.error.is_some()
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).expect("the fake sends JSON")
-    }
-}
 
 impl ForgeState {
     /// Tells every hook about `change` in `repo`, made by `sender`. Only
@@ -487,8 +399,6 @@ impl FakeForge {
     }
 }
 
-/// What an edit of pull request `before` changed, as the forge announces
-/// it; `None` when it changed nothing (and the forge says nothing).
 /// An edit's `changes`, as both forges send it: what the title and the
 /// body were before, each only when it changed.
 fn changes(title_from: &Option<String>, body_from: &Option<String>) -> serde_json::Value {
@@ -500,18 +410,4 @@ fn changes(title_from: &Option<String>, body_from: &Option<String>) -> serde_jso
         changes["body"] = serde_json::json!({"from": from});
     }
     changes
-}
-
-pub(super) fn edited(before: &FakeIssue, s: &ForgeState) -> Option<Change> {
-    let now = s
-        .issues
-        .iter()
-        .find(|i| i.repo == before.repo && i.number == before.number)?;
-    let title_from = (now.title != before.title).then(|| before.title.clone());
-    let body_from = (now.body != before.body).then(|| before.body.clone());
-    (title_from.is_some() || body_from.is_some()).then_some(Change::PullEdited {
-        number: before.number,
-        title_from,
-        body_from,
-    })
 }

@@ -8,53 +8,6 @@ use serde_json::{json, Value};
 
 use crate::fake_forge::state::{FakeComment, FakeIssue, FakeReview, FakeReviewComment, ForgeState};
 
-/// A change to the forge's state that the forge tells its hooks about.
-#[derive(Debug, Clone)]
-pub(in crate::fake_forge) enum Change {
-    Labeled {
-        number: u64,
-        label: String,
-    },
-    Assigned {
-        number: u64,
-        assignee: String,
-    },
-    Commented {
-        comment: u64,
-    },
-    CommentEdited {
-        comment: u64,
-        from: String,
-    },
-    PullOpened {
-        number: u64,
-    },
-    PullEdited {
-        number: u64,
-        title_from: Option<String>,
-        body_from: Option<String>,
-    },
-    ReviewRequested {
-        number: u64,
-        reviewer: String,
-    },
-    Reviewed {
-        review: u64,
-    },
-    /// A reply in a review thread (GitHub's `pull_request_review_comment`).
-    ReviewReply {
-        comment: u64,
-    },
-    /// GitHub's `ping` to one hook, asked for through the API.
-    Ping {
-        hook: u64,
-    },
-    /// Gitea's test delivery to one hook: a `push`.
-    TestPush {
-        hook: u64,
-    },
-}
-
 /// A delivery's event header, action and body.
 pub(super) struct Payload {
     pub event: String,
