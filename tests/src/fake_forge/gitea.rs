@@ -3,8 +3,8 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::hooks::Change;
+use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::{user_json, Answer, Kind, Request};
 
 pub(super) fn route(s: &mut ForgeState, method: &str, template: &str, r: &Request<'_>) -> Answer {

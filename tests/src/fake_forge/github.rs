@@ -5,8 +5,8 @@
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::hooks::Change;
+use super::state::{EditRefused, FakeComment, FakeIssue, ForgeState};
 use super::{user_json, Answer, Kind, Request};
 use crate::api_spec::Matched;
 
