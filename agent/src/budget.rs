@@ -58,7 +58,7 @@ impl Spent {
             Some(Budget::ToolCalls)
         } else if self.started.elapsed() >= budgets.max_time {
             Some(Budget::Time)
-        } else if self.usage.input_tokens >= budgets.max_input_tokens {
+        } else if self.usage.prompt_tokens() >= budgets.max_input_tokens {
             Some(Budget::InputTokens)
         } else if self.usage.output_tokens >= budgets.max_output_tokens {
             Some(Budget::OutputTokens)

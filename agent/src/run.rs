@@ -6,7 +6,7 @@ use serde_json::json;
 use super::budget::{Budgets, Spent};
 use super::tools::{self, ThreadReply, ToolOutcome, Toolbox};
 use super::transcript::Transcript;
-use forgehand_model::{Message, ModelClient, Usage};
+use forgehand_model::{Message, ModelClient, Spend, Usage};
 use forgehand_types::reason::{Budget, Reason};
 
 /// Longest tool result put into the conversation; the sandbox already
@@ -32,8 +32,8 @@ pub struct AgentReport {
     pub outcome: Outcome,
     pub turns: u32,
     pub tool_calls: u32,
-    pub usage: Usage,
-    pub cost_usd: f64,
+    /// Tokens as billed, and dollars when the model has a price.
+    pub spend: Spend,
     /// Tool outputs shortened to keep within the context budget.
     pub shortened: u32,
 }
@@ -53,6 +53,8 @@ pub struct Conversation {
     messages: Vec<Message>,
     spent: Spent,
     shortened: u32,
+    /// The model has no price: what it cost is not known.
+    unpriced: bool,
 }
 
 /// [`Conversation::run`] once: the whole agent run of a task.
@@ -74,6 +76,7 @@ impl Conversation {
             messages,
             spent: Spent::new(),
             shortened: 0,
+            unpriced: false,
         }
     }
 
@@ -93,8 +96,10 @@ impl Conversation {
             outcome,
             turns: self.spent.turns,
             tool_calls: self.spent.tool_calls,
-            usage: self.spent.usage,
-            cost_usd: self.spent.dollars,
+            spend: Spend {
+                usage: self.spent.usage,
+                cost_usd: (!self.unpriced).then_some(self.spent.dollars),
+            },
             shortened: self.shortened,
         }
     }
@@ -108,6 +113,7 @@ impl Conversation {
         settings: &AgentSettings<'_>,
         transcript: &mut Transcript,
     ) -> Outcome {
+        self.unpriced = (settings.price)(Usage::default()).is_none();
         let outcome = loop {
             if let Some(code) = self.spent.exhausted(&settings.budgets) {
                 break stop(Reason::Budget(code), code.explain());
@@ -153,8 +159,7 @@ impl Conversation {
             Ok(Ok(reply)) => reply,
         };
         spent.turns += 1;
-        spent.usage.input_tokens += reply.usage.input_tokens;
-        spent.usage.output_tokens += reply.usage.output_tokens;
+        spent.usage += reply.usage;
         spent.dollars += (settings.price)(reply.usage).unwrap_or(0.0);
         transcript.record(
             "model_call",

@@ -416,6 +416,12 @@ impl Config {
         if self.api.token.is_none() {
             warnings.push("api.token is not set: the operator API (/api/*) is off".into());
         }
+        if self.model.price().is_none() {
+            warnings.push(format!(
+                "model.prices.\"{}\" is not set: the model is unpriced — what runs cost is not shown (\"unpriced\") and agent.max_dollars does not hold them",
+                self.model.name
+            ));
+        }
         warnings
     }
 

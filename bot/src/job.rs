@@ -38,6 +38,10 @@ pub struct JobResult {
     /// Where the agent's transcript is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transcript: Option<String>,
+    /// What the agent used (tokens as billed) and cost (`cost_usd` null
+    /// when the model has no price), once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<forgehand_model::Spend>,
     /// The repository's environment the job worked in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<EnvironmentReport>,
@@ -101,6 +105,7 @@ impl JobResult {
             seconds: None,
             steps: Vec::new(),
             transcript: None,
+            spend: None,
             environment: None,
             testing: None,
             left_out: Vec::new(),

@@ -82,20 +82,73 @@ pub enum Message {
 pub struct Price {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    /// Input read from the provider's prompt cache (Anthropic: a tenth of
+    /// input; OpenAI: a half or a tenth, by model). Unset: priced as input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    /// Input written to the cache (Anthropic: 1.25 times input for the
+    /// five-minute cache). Unset: priced as input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 impl Price {
-    /// What `usage` cost at this price, in dollars.
+    /// What `usage` cost at this price, in dollars: each of the four
+    /// counts at its own rate, as the provider bills them.
     pub fn cost(&self, usage: Usage) -> f64 {
-        usage.input_tokens as f64 * self.input_per_mtok / 1e6
-            + usage.output_tokens as f64 * self.output_per_mtok / 1e6
+        let per = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
+        per(usage.input_tokens, self.input_per_mtok)
+            + per(usage.output_tokens, self.output_per_mtok)
+            + per(
+                usage.cache_read_tokens,
+                self.cache_read_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+            + per(
+                usage.cache_write_tokens,
+                self.cache_write_per_mtok.unwrap_or(self.input_per_mtok),
+            )
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// Tokens as the provider bills them: four counts, never added into one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input not read from a cache: OpenAI's `prompt_tokens` less its
+    /// `cached_tokens`; Anthropic's `input_tokens`.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Every token of input, cached or not: what the requests carried (and
+    /// what `agent.max_input_tokens` holds a run to).
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// What a run used, and what that cost: `cost_usd` is `None` for a model
+/// with no price (`model.prices.<name>` unset) — unpriced, never $0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -223,4 +276,48 @@ fn endpoint(base: &str, path: &str) -> String {
         base.trim_end_matches('/'),
         path.trim_start_matches('/')
     )
+}
+
+#[cfg(test)]
+mod price_tests {
+    use super::*;
+
+    /// A worked example at Claude Sonnet's list prices ($3 input, $15
+    /// output, $0.30 a cache read, $3.75 a five-minute cache write, per
+    /// million tokens).
+    #[test]
+    fn the_cost_is_each_count_at_its_own_rate() {
+        let price = Price {
+            input_per_mtok: 3.0,
+            output_per_mtok: 15.0,
+            cache_read_per_mtok: Some(0.30),
+            cache_write_per_mtok: Some(3.75),
+        };
+        let usage = Usage {
+            input_tokens: 1_000,       // $0.003
+            output_tokens: 500,        // $0.0075
+            cache_read_tokens: 20_000, // $0.006
+            cache_write_tokens: 2_000, // $0.0075
+        };
+        assert!(
+            (price.cost(usage) - 0.024).abs() < 1e-12,
+            "{}",
+            price.cost(usage)
+        );
+        // Adding the cached input into input, as before, priced it at
+        // $0.0765: three times what was billed.
+        let as_input = Usage {
+            input_tokens: usage.prompt_tokens(),
+            output_tokens: 500,
+            ..Usage::default()
+        };
+        assert!((price.cost(as_input) - 0.0765).abs() < 1e-12);
+        // No cache prices: the cache is priced as input.
+        let plain = Price {
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+            ..price
+        };
+        assert!((plain.cost(usage) - price.cost(as_input)).abs() < 1e-12);
+    }
 }

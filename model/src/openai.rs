@@ -77,13 +77,7 @@ pub(super) async fn complete(
             ChatCompletionMessageToolCalls::Custom(_) => None,
         })
         .collect();
-    let usage = response
-        .usage
-        .map(|u| Usage {
-            input_tokens: u.prompt_tokens.into(),
-            output_tokens: u.completion_tokens.into(),
-        })
-        .unwrap_or_default();
+    let usage = response.usage.map(|u| billed(&u)).unwrap_or_default();
     Ok(ModelReply {
         text: choice.message.content.filter(|t| !t.is_empty()),
         tool_calls,
@@ -155,4 +149,55 @@ pub(super) fn headers(settings: &ModelSettings) -> Result<HeaderMap, ModelError>
         headers.insert(AUTHORIZATION, value);
     }
     Ok(headers)
+}
+
+/// The four counts from Chat Completions' usage: what the prompt read
+/// from the provider's cache is apart from the rest of the input (OpenAI
+/// writes its cache at no charge).
+fn billed(u: &async_openai::types::chat::CompletionUsage) -> Usage {
+    let cached = u
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens)
+        .unwrap_or(0);
+    Usage {
+        input_tokens: u.prompt_tokens.saturating_sub(cached).into(),
+        output_tokens: u.completion_tokens.into(),
+        cache_read_tokens: cached.into(),
+        cache_write_tokens: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_prompt_tokens_are_apart_from_the_rest_of_the_input() {
+        let u: async_openai::types::chat::CompletionUsage =
+            serde_json::from_value(serde_json::json!({
+                "prompt_tokens": 2006,
+                "completion_tokens": 300,
+                "total_tokens": 2306,
+                "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0}
+            }))
+            .unwrap();
+        let usage = billed(&u);
+        assert_eq!(
+            usage,
+            Usage {
+                input_tokens: 86,
+                output_tokens: 300,
+                cache_read_tokens: 1920,
+                cache_write_tokens: 0,
+            }
+        );
+        assert_eq!(usage.prompt_tokens(), 2006);
+        // A server that says nothing of a cache (Ollama, llama.cpp).
+        let plain: async_openai::types::chat::CompletionUsage = serde_json::from_value(
+            serde_json::json!({"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}),
+        )
+        .unwrap();
+        assert_eq!(billed(&plain).input_tokens, 10);
+    }
 }

@@ -19,6 +19,16 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
 
+/// The tokens a scripted answer reports: input not read from a cache,
+/// output, and what was read from and written to the prompt cache.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptUsage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
 /// One answer of the script.
 #[derive(Debug, Clone)]
 pub enum Step {
@@ -26,9 +36,9 @@ pub enum Step {
     Reply {
         text: Option<String>,
         calls: Vec<(String, String)>,
-        /// Input and output tokens to report; `None` estimates from the
-        /// request's size.
-        usage: Option<(u64, u64)>,
+        /// Tokens to report; `None` estimates input from the request's
+        /// size and reports no cache.
+        usage: Option<ScriptUsage>,
     },
     /// An error answer.
     Fail {
@@ -74,8 +84,34 @@ impl Step {
             Step::Reply { text, calls, .. } => Step::Reply {
                 text,
                 calls,
-                usage: Some((input, output)),
+                usage: Some(ScriptUsage {
+                    input,
+                    output,
+                    ..ScriptUsage::default()
+                }),
             },
+            other => other,
+        }
+    }
+
+    /// Reports `read` input tokens read from the provider's prompt cache
+    /// and `write` written to it, beside the input of
+    /// [`Step::with_usage`] (OpenAI's dialect counts the read ones inside
+    /// `prompt_tokens` and reports no writes; Anthropic's apart).
+    pub fn with_cache(self, read: u64, write: u64) -> Step {
+        match self {
+            Step::Reply { text, calls, usage } => {
+                let usage = usage.unwrap_or_default();
+                Step::Reply {
+                    text,
+                    calls,
+                    usage: Some(ScriptUsage {
+                        cache_read: read,
+                        cache_write: write,
+                        ..usage
+                    }),
+                }
+            }
             other => other,
         }
     }
@@ -250,7 +286,11 @@ async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: 
                 break response;
             }
             Some(Step::Reply { text, calls, usage }) => {
-                let usage = usage.unwrap_or(((body.to_string().len() / 4) as u64, 50));
+                let usage = usage.unwrap_or(ScriptUsage {
+                    input: (body.to_string().len() / 4) as u64,
+                    output: 50,
+                    ..ScriptUsage::default()
+                });
                 let answer = if dialect == "openai" {
                     openai_answer(n, text, calls, usage)
                 } else {
@@ -275,7 +315,7 @@ fn openai_answer(
     n: u64,
     text: Option<String>,
     calls: Vec<(String, String)>,
-    usage: (u64, u64),
+    usage: ScriptUsage,
 ) -> Value {
     let tool_calls: Vec<Value> = calls
         .iter()
@@ -296,8 +336,10 @@ fn openai_answer(
         "model": "scripted",
         "choices": [{"index": 0, "message": message,
                      "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" }}],
-        "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1,
-                  "total_tokens": usage.0 + usage.1}
+        "usage": {"prompt_tokens": usage.input + usage.cache_read,
+                  "completion_tokens": usage.output,
+                  "total_tokens": usage.input + usage.cache_read + usage.output,
+                  "prompt_tokens_details": {"cached_tokens": usage.cache_read}}
     })
 }
 
@@ -305,7 +347,7 @@ fn anthropic_answer(
     n: u64,
     text: Option<String>,
     calls: Vec<(String, String)>,
-    usage: (u64, u64),
+    usage: ScriptUsage,
 ) -> Value {
     let mut content = Vec::new();
     if let Some(text) = text {
@@ -326,7 +368,9 @@ fn anthropic_answer(
         "model": "scripted",
         "content": content,
         "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-        "usage": {"input_tokens": usage.0, "output_tokens": usage.1}
+        "usage": {"input_tokens": usage.input, "output_tokens": usage.output,
+                  "cache_read_input_tokens": usage.cache_read,
+                  "cache_creation_input_tokens": usage.cache_write}
     })
 }
 
@@ -356,12 +400,39 @@ fn check_openai(body: &Value) -> Option<String> {
     None
 }
 
+/// How many objects in `value` have `key`.
+fn count_key(value: &Value, key: &str) -> usize {
+    match value {
+        Value::Object(map) => {
+            usize::from(map.contains_key(key))
+                + map.values().map(|v| count_key(v, key)).sum::<usize>()
+        }
+        Value::Array(items) => items.iter().map(|v| count_key(v, key)).sum(),
+        _ => 0,
+    }
+}
+
 fn check_anthropic(headers: &HeaderMap, body: &Value) -> Option<String> {
     if headers.get("anthropic-version").is_none() {
         return Some("anthropic-version header is required".into());
     }
     if body["max_tokens"].as_u64().is_none() {
         return Some("max_tokens: Field required".into());
+    }
+    // As the API answers a request with more breakpoints than it takes.
+    let breakpoints = count_key(body, "cache_control");
+    if breakpoints > 4 {
+        return Some(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+        ));
+    }
+    match &body["system"] {
+        Value::Null | Value::String(_) => {}
+        Value::Array(blocks)
+            if blocks
+                .iter()
+                .all(|b| b["type"] == "text" && b["text"].is_string()) => {}
+        _ => return Some("system: a string or a list of text blocks".into()),
     }
     let messages = body["messages"].as_array()?;
     let mut expected = "user";

@@ -31,6 +31,12 @@ static RULES: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\b(127\.0\.0\.1|localhost):\d+\b", "$1:[port]"),
         // A commit, whole or cut short (git's short forms are 7 or more).
         (r"\b[0-9a-f]{7,40}\b", "[sha]"),
+        // Tokens as the footer counts them (the scripted model's usage
+        // follows the size of what it was sent).
+        (
+            r"\b\d[\d,]* tokens in( \([^)]*\))? · \d[\d,]* out\b",
+            "[tokens]",
+        ),
         // How long something took.
         (
             r"\b\d+(\.\d+)? ?(ms|s|secs?|seconds?|minutes?)\b",
@@ -72,6 +78,10 @@ mod tests {
                 "job [uuid] ran",
             ),
             ("in /tmp/.tmpAb12Cd/jobs/1", "in [tmp]/jobs/1"),
+            (
+                "· 4 turns · 12,400 tokens in (9,000 cached) · 800 out · unpriced ·",
+                "· 4 turns · [tokens] · unpriced ·",
+            ),
             (
                 "http://127.0.0.1:40123/acme/demo/pulls/2",
                 "http://127.0.0.1:[port]/acme/demo/pulls/2",

@@ -161,6 +161,11 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
         .ends_with("forgehand.toml"));
     assert_eq!(report["turns"], 4);
     assert_eq!(report["tool_calls"], 4);
+    assert!(
+        report["cost_usd"].is_null(),
+        "no price is configured: unpriced, not $0: {report:#}"
+    );
+    assert!(report["usage"]["input_tokens"].as_u64().unwrap() > 0);
     assert_eq!(
         report["diff_stat"],
         "1 files changed, 1 insertions(+), 1 deletions(-)"
@@ -357,6 +362,64 @@ async fn the_dollar_budget_stops_the_run_and_the_cost_is_reported() {
     // 4000 × $100/M + 500 × $400/M = $0.40 + $0.20
     let cost = report["cost_usd"].as_f64().unwrap();
     assert!((cost - 0.6).abs() < 1e-9, "{cost}");
+}
+
+/// Issue 28: the four counts as each dialect bills them, summed over the
+/// run and priced each at its own rate; Anthropic's requests carry their
+/// cache breakpoints where its documentation puts them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_four_counts_are_reported_and_priced_as_billed() {
+    let config = "[model.prices.scripted-model]\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\ncache_read_per_mtok = 0.30\ncache_write_per_mtok = 3.75\n";
+    for dialect in ["openai", "anthropic"] {
+        let project = Project::new();
+        let steps = good_script()
+            .into_iter()
+            .map(|step| step.with_usage(1_000, 100).with_cache(20_000, 2_000))
+            .collect();
+        let server = ModelServer::start(steps).await.unwrap();
+        let (code, report) = tokio::task::block_in_place(|| project.run(&server, dialect, config));
+        assert_eq!(code, 0, "{report:#}");
+        // OpenAI reads its cache and writes it at no charge: no writes.
+        let written = if dialect == "anthropic" { 8_000 } else { 0 };
+        assert_eq!(
+            report["usage"],
+            json!({
+                "input_tokens": 4_000,
+                "output_tokens": 400,
+                "cache_read_tokens": 80_000,
+                "cache_write_tokens": written,
+            }),
+            "{dialect}"
+        );
+        // 4,000 × $3 + 400 × $15 + 80,000 × $0.30 + writes × $3.75, per
+        // million: $0.012 + $0.006 + $0.024 (+ $0.030).
+        let expected = if dialect == "anthropic" { 0.072 } else { 0.042 };
+        let cost = report["cost_usd"].as_f64().unwrap();
+        assert!((cost - expected).abs() < 1e-9, "{dialect}: {cost}");
+        if dialect == "anthropic" {
+            for (n, request) in server.requests().iter().enumerate() {
+                let body = &request.body;
+                let marked = |v: &Value| v["cache_control"] == json!({"type": "ephemeral"});
+                let tools = body["tools"].as_array().unwrap();
+                assert!(marked(tools.last().unwrap()), "request {n}: the tools");
+                assert_eq!(tools.iter().filter(|t| marked(t)).count(), 1);
+                assert!(marked(&body["system"][0]), "request {n}: the system prompt");
+                let messages = body["messages"].as_array().unwrap();
+                let last_blocks: Vec<bool> = messages
+                    .iter()
+                    .map(|m| m["content"].as_array().unwrap().iter().any(marked))
+                    .collect();
+                let tail = messages.len().min(2);
+                assert!(
+                    last_blocks[messages.len() - tail..].iter().all(|m| *m)
+                        && last_blocks[..messages.len() - tail].iter().all(|m| !m),
+                    "request {n}: the two latest messages, and no other: {last_blocks:?}"
+                );
+                let all = body.to_string().matches("\"cache_control\"").count();
+                assert!(all <= 4, "request {n}: {all} breakpoints");
+            }
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -78,7 +78,7 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
         | `sh test.sh` | agent | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
         "##));
     assert_eq!(
         story.file_on("forgehand/1-fix-add", "calc.sh").await,
@@ -460,7 +460,7 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
         | `sh test.sh` | agent | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · $0.0000 · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
         "##));
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
@@ -915,7 +915,7 @@ async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() 
         ```
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 2 turns · $0.0000 · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 2 turns · [tokens] · unpriced · [duration]</sub>
         "##);
     assert_snapshot!(story.said(1), @"
         ━━ comment 1 ━━

@@ -164,7 +164,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
         ```
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 0 turns · $0.0000 · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · [duration]</sub>
         "##));
     let said = story.status_comments(1);
     assert_eq!(said.len(), 2, "{said:#?}");
@@ -580,7 +580,7 @@ async fn a_change_held_twice_needs_both_allowances() {
         ```
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 0 turns · $0.0000 · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · [duration]</sub>
         "##);
 }
 

@@ -121,9 +121,11 @@ impl ModelConfig {
             problems.push("model.max_output_tokens: must be at least 1".into());
         }
         for (name, price) in &self.prices {
+            let cached = [price.cache_read_per_mtok, price.cache_write_per_mtok];
             if [price.input_per_mtok, price.output_per_mtok]
-                .iter()
-                .any(|p| p.is_nan() || *p < 0.0)
+                .into_iter()
+                .chain(cached.into_iter().flatten())
+                .any(|p| p.is_nan() || p < 0.0)
             {
                 problems.push(format!("model.prices.{name}: prices must be 0 or more"));
             }

@@ -348,6 +348,7 @@ impl Pipeline {
         result.seconds = Some(run.started.elapsed().as_secs());
         result.steps = run.steps.list.clone();
         result.transcript = run.steps.transcript.clone();
+        result.spend = run.steps.spend;
         Ok(result)
     }
 
@@ -375,6 +376,7 @@ impl Pipeline {
             seconds: Some(run.started.elapsed().as_secs()),
             steps: run.steps.list.clone(),
             transcript: run.steps.transcript.clone(),
+            spend: run.steps.spend,
             held: failure.held.as_deref().cloned(),
             ..JobResult::failed(failure.reason, Some(failure.message.clone()))
         };

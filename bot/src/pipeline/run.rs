@@ -48,6 +48,8 @@ pub(super) struct Steps {
     pub list: Vec<StepTime>,
     /// Where the agent's transcript is, once there is one.
     pub transcript: Option<String>,
+    /// What the agent used and cost, once it ran.
+    pub spend: Option<forgehand_model::Spend>,
 }
 
 impl Steps {
@@ -56,6 +58,7 @@ impl Steps {
             last: Instant::now(),
             list: Vec::new(),
             transcript: None,
+            spend: None,
         }
     }
 

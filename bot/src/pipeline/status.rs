@@ -10,6 +10,7 @@ use crate::trigger::BotIdentity;
 use forgehand_gate::markdown;
 use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
 use forgehand_jobcore::Stage;
+use forgehand_model::Spend;
 use forgehand_types::reason::Reason;
 
 /// The status comment while the job runs: the checklist's stages before
@@ -362,7 +363,9 @@ pub struct PullRequestBody<'a> {
     /// list).
     pub left_out: &'a str,
     pub isolation: &'a str,
-    pub cost_usd: f64,
+    /// What the agent used and cost; none when no agent ran (a change
+    /// released or resumed).
+    pub spend: Option<Spend>,
     pub turns: u32,
     pub duration: Duration,
     /// What the host saw tested (none for a resumed job).
@@ -403,13 +406,59 @@ pub fn pull_request_body(b: &PullRequestBody<'_>) -> String {
         }
         out.push_str(&testing.to_markdown());
     }
+    let spent = b
+        .spend
+        .map(|s| format!("{} turns · {} · ", b.turns, spend_line(&s)))
+        .unwrap_or_default();
     out.push_str(&format!(
-        "\n---\n<sub>Forgehand · {} · {} turns · ${:.4} · {} s</sub>\n",
+        "\n---\n<sub>Forgehand · {} · {spent}{} s</sub>\n",
         b.isolation,
-        b.turns,
-        b.cost_usd,
         b.duration.as_secs()
     ));
+    out
+}
+
+/// Tokens as billed and dollars: "12,400 tokens in (9,000 cached, 1,200
+/// written to the cache) · 800 out · $0.0123", or "unpriced" for a model
+/// with no price.
+pub fn spend_line(spend: &Spend) -> String {
+    let u = spend.usage;
+    let mut cached = Vec::new();
+    if u.cache_read_tokens > 0 {
+        cached.push(format!("{} cached", thousands(u.cache_read_tokens)));
+    }
+    if u.cache_write_tokens > 0 {
+        cached.push(format!(
+            "{} written to the cache",
+            thousands(u.cache_write_tokens)
+        ));
+    }
+    let cached = if cached.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", cached.join(", "))
+    };
+    let cost = match spend.cost_usd {
+        Some(dollars) => format!("${dollars:.4}"),
+        None => "unpriced".to_owned(),
+    };
+    format!(
+        "{} tokens in{cached} · {} out · {cost}",
+        thousands(u.prompt_tokens()),
+        thousands(u.output_tokens)
+    )
+}
+
+/// 1234567 as "1,234,567".
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
     out
 }
 
@@ -470,7 +519,15 @@ mod tests {
             findings: "",
             left_out: "- `fifo` (a named pipe: git cannot hold it)\n",
             isolation: "namespace sandbox (shared kernel)",
-            cost_usd: 0.0123,
+            spend: Some(forgehand_model::Spend {
+                usage: forgehand_model::Usage {
+                    input_tokens: 1_200,
+                    output_tokens: 800,
+                    cache_read_tokens: 9_000,
+                    cache_write_tokens: 2_200,
+                },
+                cost_usd: Some(0.0123),
+            }),
             turns: 4,
             duration: Duration::from_secs(42),
             testing: None,
@@ -483,6 +540,32 @@ mod tests {
             body.contains("**Left out**") && body.contains("- `fifo` (a named pipe"),
             "{body}"
         );
-        assert!(body.contains("4 turns · $0.0123 · 42 s"), "{body}");
+        assert!(
+            body.contains(
+                "4 turns · 12,400 tokens in (9,000 cached, 2,200 written to the cache) · 800 out · $0.0123 · 42 s"
+            ),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn a_model_with_no_price_is_said_to_be_unpriced_never_free() {
+        let spend = Spend {
+            usage: forgehand_model::Usage {
+                input_tokens: 1_234_567,
+                output_tokens: 12,
+                ..Default::default()
+            },
+            cost_usd: None,
+        };
+        assert_eq!(
+            spend_line(&spend),
+            "1,234,567 tokens in · 12 out · unpriced"
+        );
+        let free = Spend {
+            cost_usd: Some(0.0),
+            ..spend
+        };
+        assert_eq!(spend_line(&free), "1,234,567 tokens in · 12 out · $0.0000");
     }
 }

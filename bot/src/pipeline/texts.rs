@@ -18,6 +18,7 @@ use crate::store::JobState;
 use forgehand_agent::tools::{CommandRun, ThreadReply};
 use forgehand_jobcore::environment::{By, EnvironmentReport, TestCommand, Testing};
 use forgehand_jobcore::Stage;
+use forgehand_model::{Spend, Usage};
 use forgehand_types::reason::{Budget, EnvProblem, Reason};
 use forgehand_types::JobId;
 
@@ -293,7 +294,14 @@ fn the_agents_paths_and_commands() {
         findings: "",
         left_out: "",
         isolation: "Linux namespaces",
-        cost_usd: 0.0,
+        spend: Some(Spend {
+            usage: Usage {
+                input_tokens: 3_000,
+                output_tokens: 40,
+                ..Usage::default()
+            },
+            cost_usd: None,
+        }),
         turns: 1,
         duration: Duration::from_secs(1),
         testing: Some(&testing(0)),
@@ -322,7 +330,7 @@ fn the_agents_paths_and_commands() {
     | `$HOME/.venv/bin/python -m pytest` | Forgehand | 0 |
 
     ---
-    <sub>Forgehand · Linux namespaces · 1 turns · $0.0000 · 1 s</sub>
+    <sub>Forgehand · Linux namespaces · 1 turns · 3,000 tokens in · 40 out · unpriced · 1 s</sub>
     ");
     // Without a run of Forgehand's, the agent's own says nothing passed.
     let agent_only = Testing::observed(
@@ -359,7 +367,15 @@ fn the_pull_request_body() {
         findings: "- `Makefile`: a build entry point\n",
         left_out: "- `fifo` (a named pipe: git cannot hold it)\n",
         isolation: "Linux namespaces (bubblewrap): no network, but the host's kernel is shared",
-        cost_usd: 0.0123,
+        spend: Some(Spend {
+            usage: Usage {
+                input_tokens: 1_200,
+                output_tokens: 800,
+                cache_read_tokens: 9_000,
+                cache_write_tokens: 2_200,
+            },
+            cost_usd: Some(0.0123),
+        }),
         turns: 4,
         duration: Duration::from_secs(42),
         testing: None,
@@ -387,7 +403,7 @@ fn the_pull_request_body() {
     - `fifo` (a named pipe: git cannot hold it)
 
     ---
-    <sub>Forgehand · Linux namespaces (bubblewrap): no network, but the host's kernel is shared · 4 turns · $0.0123 · 42 s</sub>
+    <sub>Forgehand · Linux namespaces (bubblewrap): no network, but the host's kernel is shared · 4 turns · 12,400 tokens in (9,000 cached, 2,200 written to the cache) · 800 out · $0.0123 · 42 s</sub>
     ");
 }
 
@@ -450,7 +466,14 @@ fn the_evidence_of_testing() {
         findings: "",
         left_out: "",
         isolation: "Linux namespaces (bubblewrap)",
-        cost_usd: 0.0,
+        spend: Some(Spend {
+            usage: Usage {
+                input_tokens: 41_000,
+                output_tokens: 2_100,
+                ..Usage::default()
+            },
+            cost_usd: Some(0.1545),
+        }),
         turns: 3,
         duration: Duration::from_secs(9),
         testing: Some(&failed),
@@ -481,7 +504,7 @@ fn the_evidence_of_testing() {
     | `$HOME/.venv/bin/python -m pytest` | Forgehand | 1 |
 
     ---
-    <sub>Forgehand · Linux namespaces (bubblewrap) · 3 turns · $0.0000 · 9 s</sub>
+    <sub>Forgehand · Linux namespaces (bubblewrap) · 3 turns · 41,000 tokens in · 2,100 out · $0.1545 · 9 s</sub>
     ");
     let untested = Testing::observed(&[], None, &[]);
     assert_snapshot!(untested.to_markdown(), @"No test command was run: this change is untested.");

@@ -326,7 +326,8 @@ impl Run<'_> {
         let mut report = RunReport::failed(None, None);
         report.turns = agent.turns;
         report.tool_calls = agent.tool_calls;
-        report.cost_usd = agent.cost_usd;
+        report.usage = agent.spend.usage;
+        report.cost_usd = agent.spend.cost_usd;
         report.transcript = Some(transcript.path().to_owned());
         report.testing = testing;
         let (title, summary) = match &agent.outcome {

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::base::InputError;
 use forgehand_jobcore::environment::{EnvironmentReport, TestResult, Testing};
+use forgehand_model::{Spend, Usage};
 use forgehand_types::reason::Reason;
 
 /// How the run ended.
@@ -66,7 +67,12 @@ pub struct RunReport {
     pub diff_stat: Option<String>,
     pub turns: u32,
     pub tool_calls: u32,
-    pub cost_usd: f64,
+    /// Tokens as the provider billed them: input not read from a cache,
+    /// output, cache reads, cache writes.
+    pub usage: Usage,
+    /// Dollars, from the four counts; `null` when the model has no price
+    /// (`model.prices.<name>`), never 0 for a model that costs money.
+    pub cost_usd: Option<f64>,
     pub transcript: Option<PathBuf>,
     pub title: Option<String>,
     pub summary: Option<String>,
@@ -141,7 +147,8 @@ impl RunReport {
             diff_stat: None,
             turns: 0,
             tool_calls: 0,
-            cost_usd: 0.0,
+            usage: Usage::default(),
+            cost_usd: None,
             transcript: None,
             title: None,
             summary: None,
@@ -292,11 +299,23 @@ fn write_human(report: &RunReport, out: &mut dyn std::io::Write) -> std::io::Res
     for finding in &report.findings {
         writeln!(out, "flagged:    {finding}")?;
     }
+    let spend = Spend {
+        usage: report.usage,
+        cost_usd: report.cost_usd,
+    };
     writeln!(
         out,
-        "turns:      {} ({} tool calls)\ncost:       ${:.4}",
-        report.turns, report.tool_calls, report.cost_usd
+        "turns:      {} ({} tool calls)\nspent:      {}",
+        report.turns,
+        report.tool_calls,
+        crate::pipeline::status::spend_line(&spend)
     )?;
+    if report.cost_usd.is_none() && report.turns > 0 {
+        writeln!(
+            out,
+            "            (the model has no price: set model.prices.<name> to see dollars)"
+        )?;
+    }
     if let Some(path) = &report.transcript {
         writeln!(out, "transcript: {}", path.display())?;
     }

@@ -5,6 +5,7 @@
 //! goes.
 
 use async_trait::async_trait;
+use forgehand_model::Spend;
 
 use super::super::run::JobRun;
 use super::super::work::Work;
@@ -22,7 +23,7 @@ pub(in crate::pipeline) struct Finished {
     pub title: String,
     pub summary: String,
     pub replies: Vec<ThreadReply>,
-    pub cost_usd: f64,
+    pub spend: Option<Spend>,
     pub turns: u32,
     pub testing: Testing,
 }
@@ -56,6 +57,7 @@ impl Pipeline {
         let worked = self.core().agent(&copy.copy, task, run).await?;
         run.steps.transcript = Some(worked.transcript.path().display().to_string());
         let report = worked.report;
+        run.steps.spend = Some(report.spend);
         match report.outcome {
             Outcome::Finished {
                 summary,
@@ -65,7 +67,7 @@ impl Pipeline {
                 title,
                 summary,
                 replies,
-                cost_usd: report.cost_usd,
+                spend: Some(report.spend),
                 turns: report.turns,
                 testing: worked.testing,
             }),

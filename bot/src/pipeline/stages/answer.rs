@@ -39,7 +39,7 @@ impl Answer {
             title: resumed.title.clone(),
             summary: resumed.summary.clone(),
             replies: Vec::new(),
-            cost_usd: 0.0,
+            spend: None,
             turns: 0,
             // What this attempt did not see is not claimed.
             testing: Testing::observed(&[], None, &[]),
@@ -129,7 +129,7 @@ impl Pipeline {
             findings: &published.findings,
             left_out: &published.left_out,
             isolation: &self.isolation,
-            cost_usd: finished.cost_usd,
+            spend: finished.spend,
             turns: finished.turns,
             duration: run.started.elapsed(),
             testing: evidence.testing.as_ref(),

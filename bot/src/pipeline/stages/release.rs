@@ -115,7 +115,7 @@ impl Answer {
             title: held.title.clone(),
             summary: held.summary.clone(),
             replies: Vec::new(),
-            cost_usd: 0.0,
+            spend: None,
             turns: 0,
             testing,
         };
