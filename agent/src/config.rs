@@ -17,7 +17,7 @@ pub struct AgentConfig {
     pub max_output_tokens: u64,
     pub max_dollars: f64,
     /// When the conversation grows past this many tokens (estimated),
-    /// the oldest tool outputs are shortened.
+    /// all but the latest few tool outputs are cleared, in one batch.
     pub context_tokens: u64,
     /// One JSONL transcript per run.
     pub transcript_dir: PathBuf,

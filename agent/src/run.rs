@@ -291,47 +291,160 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
     (chars / 4) as u64 + 8 * messages.len() as u64
 }
 
-/// Shortens the oldest tool outputs (never those of the last turn) to a
-/// marker and their first line until the conversation fits; returns how
-/// many it shortened.
+/// Tool outputs kept whole when the history is cleared: the latest few,
+/// which the model is working from (as many as fit in half the budget).
+const KEPT_OUTPUTS: usize = 3;
+
+/// When the conversation passes its budget, clears the tool outputs in
+/// one batch: all but the latest few ([`KEPT_OUTPUTS`]) become a one-line note
+/// of what they were. In one batch, not one output a turn, so that
+/// between clearings each request extends the one before it byte for
+/// byte and the provider's prompt cache keeps serving the prefix (an
+/// output shortened every turn changed the prefix every turn). Returns
+/// how many outputs it cleared.
 fn compact(messages: &mut [Message], budget: u64, transcript: &mut Transcript) -> u32 {
-    let mut shortened = 0;
-    let last_assistant = messages
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-        .unwrap_or(0);
     let before = estimate_tokens(messages);
-    let mut index = 0;
-    while estimate_tokens(messages) > budget && index < last_assistant {
-        if let Message::Tool { name, content, .. } = &mut messages[index] {
-            if !content.starts_with("[shortened") {
-                let first = content.lines().next().unwrap_or("");
-                let first: String = first.chars().take(200).collect();
-                *content = format!(
-                    "[shortened to keep the conversation within its context budget: the {name} result was {} characters; it began: {first}]",
-                    content.len()
-                );
-                shortened += 1;
-            }
-        }
-        index += 1;
+    if before <= budget {
+        return 0;
     }
-    if shortened > 0 {
+    let outputs: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(
+            |(_, m)| matches!(m, Message::Tool { content, .. } if !content.starts_with(CLEARED)),
+        )
+        .map(|(i, _)| i)
+        .collect();
+    // The latest outputs stay whole: up to KEPT_OUTPUTS of them, within
+    // half the budget, and the latest one whatever its size.
+    let (mut kept, mut kept_tokens) = (0, 0);
+    for &index in outputs.iter().rev() {
+        let tokens = match &messages[index] {
+            Message::Tool { content, .. } => content.len() as u64 / 4,
+            _ => 0,
+        };
+        if kept == KEPT_OUTPUTS || (kept > 0 && kept_tokens + tokens > budget / 2) {
+            break;
+        }
+        kept += 1;
+        kept_tokens += tokens;
+    }
+    let clear = outputs.len() - kept;
+    for &index in &outputs[..clear] {
+        if let Message::Tool { name, content, .. } = &mut messages[index] {
+            *content = cleared(name, content);
+        }
+    }
+    let cleared = clear as u32;
+    if cleared > 0 {
         transcript.record(
             "compacted",
             json!({
-                "shortened": shortened,
+                "cleared": cleared,
                 "tokens_before": before,
                 "tokens_after": estimate_tokens(messages),
             }),
         );
     }
-    shortened
+    cleared
+}
+
+/// How a cleared output begins.
+const CLEARED: &str = "[cleared";
+
+/// The one line a cleared output becomes: what it was and how it began.
+fn cleared(name: &str, content: &str) -> String {
+    let first: String = content
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect();
+    format!(
+        "{CLEARED} to keep the conversation within its context budget: the {name} result was {} characters; it began: {first}]",
+        content.len()
+    )
 }
 
 #[cfg(test)]
 mod clip_tests {
     use super::*;
+
+    fn tool(n: usize, size: usize) -> Message {
+        Message::Tool {
+            call_id: format!("call_{n}"),
+            name: "bash".into(),
+            content: format!("output {n}\n{}", "x".repeat(size)),
+        }
+    }
+
+    fn conversation(outputs: usize, size: usize) -> Vec<Message> {
+        let mut messages = vec![
+            Message::System {
+                content: "system".into(),
+            },
+            Message::User {
+                content: "task".into(),
+            },
+        ];
+        for n in 0..outputs {
+            messages.push(Message::Assistant {
+                text: None,
+                tool_calls: vec![forgehand_model::ToolCall {
+                    id: format!("call_{n}"),
+                    name: "bash".into(),
+                    arguments: "{}".into(),
+                }],
+            });
+            messages.push(tool(n, size));
+        }
+        messages
+    }
+
+    #[test]
+    fn the_history_is_cleared_in_one_batch_and_then_grows_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut transcript = Transcript::create(dir.path(), "t", Vec::new()).unwrap();
+        let budget = 10_000;
+        // Under the budget: nothing changes.
+        let mut messages = conversation(4, 4_000);
+        assert_eq!(compact(&mut messages, budget, &mut transcript), 0);
+        // Over it: every output but the latest three is cleared at once.
+        let mut messages = conversation(12, 4_000);
+        assert_eq!(compact(&mut messages, budget, &mut transcript), 9);
+        let kept: Vec<bool> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { content, .. } => Some(!content.starts_with(CLEARED)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kept, [[false; 9].as_slice(), &[true; 3]].concat());
+        assert!(matches!(&messages[3], Message::Tool { content, .. }
+            if content.starts_with("[cleared to keep the conversation within its context budget: the bash result was 4009 characters; it began: output 0]")));
+        // The next turns add to it and change nothing before them, until
+        // the budget is passed again.
+        let mut turns = 0;
+        loop {
+            let before = messages.clone();
+            messages.push(Message::Assistant {
+                text: None,
+                tool_calls: vec![],
+            });
+            messages.push(tool(100 + turns, 4_000));
+            if compact(&mut messages, budget, &mut transcript) > 0 {
+                break;
+            }
+            assert_eq!(
+                messages[..before.len()],
+                before[..],
+                "turn {turns} changed the prefix"
+            );
+            turns += 1;
+        }
+        assert!(turns >= 1, "a clearing makes room for more than one turn");
+    }
 
     #[test]
     fn a_long_result_keeps_its_head_and_its_tail() {

@@ -442,11 +442,76 @@ async fn an_overflowing_context_is_shortened_and_the_run_goes_on() {
     let events = transcript(&report);
     assert!(
         events.iter().any(|e| e["event"] == "compacted"),
-        "the history was shortened"
+        "the history was cleared"
     );
     let last = server.requests().pop().unwrap().body.to_string();
-    assert!(last.contains("[shortened to keep the conversation within its context budget"));
+    assert!(last.contains("[cleared to keep the conversation within its context budget"));
     assert!(server.requests().iter().all(|r| r.status == 200));
+}
+
+/// Issue 28 (3, 4): against an OpenAI-compatible server, each request of
+/// a long run extends the one before it unchanged — the same tools, the
+/// same messages, one turn more — until a clearing, which turns old
+/// outputs into notes in one batch; then the requests extend again.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_request_extends_the_last_until_a_batch_clearing() {
+    let project = Project::new();
+    let big = "head -c 12000 /dev/zero | tr '\\0' y; echo";
+    let mut steps: Vec<Step> = (0..40)
+        .map(|_| Step::call("bash", json!({"command": big})))
+        .collect();
+    steps.push(edit_step());
+    steps.push(Step::finish("fixed after a lot of output", "Fix add"));
+    let server = ModelServer::start(steps).await.unwrap();
+    let (code, report) = tokio::task::block_in_place(|| {
+        project.run(
+            &server,
+            "openai",
+            "[agent]\ncontext_tokens = 20000\nmax_turns = 60\n",
+        )
+    });
+    assert_eq!(code, 0, "{report:#}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 42);
+    let mut clearings = Vec::new();
+    for (n, pair) in requests.windows(2).enumerate() {
+        let (this, next) = (&pair[0].body, &pair[1].body);
+        assert_eq!(
+            this["tools"], next["tools"],
+            "request {n}: the tools changed"
+        );
+        assert_eq!(this["model"], next["model"]);
+        let (a, b) = (
+            this["messages"].as_array().unwrap(),
+            next["messages"].as_array().unwrap(),
+        );
+        assert!(b.len() > a.len(), "request {n}: no turn added");
+        if b[..a.len()] == a[..] {
+            continue;
+        }
+        // A clearing: what changed are tool outputs, each now a note.
+        for (old, new) in a.iter().zip(b) {
+            if old != new {
+                assert_eq!(old["role"], "tool", "request {n}: {old} changed");
+                assert!(new["content"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("[cleared to keep the conversation"));
+            }
+        }
+        clearings.push(n + 1);
+    }
+    let compacted = transcript(&report)
+        .iter()
+        .filter(|e| e["event"] == "compacted")
+        .count();
+    assert_eq!(compacted, clearings.len(), "{clearings:?}");
+    // 40 outputs of about 3,000 tokens in a 20,000-token budget: cleared
+    // every few turns, not every turn.
+    assert!(
+        (2..=12).contains(&clearings.len()),
+        "cleared before requests {clearings:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
