@@ -255,6 +255,70 @@ fn edit_step() -> Step {
     )
 }
 
+/// Issue 28 (5): an edit answers with the lines it changed, numbered; an
+/// edit that would leave a Python file that compiled unable to compile is
+/// refused in the sandbox's Python, the file left as it was, and the
+/// error shown with the lines it points at.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_syntax_breaking_edit_is_refused_with_the_error_shown() {
+    let project = Project::new();
+    let good = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+    let steps = vec![
+        Step::call("write_file", json!({"path": "util.py", "content": good})),
+        Step::call(
+            "edit_file",
+            json!({"path": "util.py", "old_string": "return a + b", "new_string": "return (a + b"}),
+        ),
+        Step::call(
+            "edit_file",
+            json!({"path": "util.py", "old_string": "return a - b", "new_string": "return b - a"}),
+        ),
+        edit_step(),
+        Step::finish("fixed add; util.py swaps sub", "Fix add"),
+    ];
+    let server = ModelServer::start(steps).await.unwrap();
+    let (code, report) = tokio::task::block_in_place(|| project.run(&server, "openai", ""));
+    // A new Python file at the root is held by the gate (none there
+    // before): the commit is kept for a person, and holds what went in.
+    assert_eq!(
+        (code, report["reason"].as_str()),
+        (1, Some("sensitive")),
+        "{report:#}"
+    );
+    let events = transcript(&report);
+    let tools = tool_events(&events);
+    assert_eq!(tools[0]["is_error"], false);
+    assert_eq!(
+        tools[0]["result"],
+        "wrote util.py (66 bytes, 6 lines):\n     1\tdef add(a, b):\n     2\t    return a + b\n     3\t\n     4\t\n     5\tdef sub(a, b):\n     6\t    return a - b\n"
+    );
+    assert_eq!(tools[1]["is_error"], true, "{:#}", tools[1]);
+    let refused = tools[1]["result"].as_str().unwrap();
+    assert!(
+        refused.starts_with("error: refused: util.py compiled as Python before this change and would not after it: '(' was never closed (line 2). The file is as it was."),
+        "{refused}"
+    );
+    assert!(refused.contains("     2\t    return (a + b\n"), "{refused}");
+    assert_eq!(tools[2]["is_error"], false);
+    assert_eq!(
+        tools[2]["result"],
+        "edited util.py at line 6:\n     3\t\n     4\t\n     5\tdef sub(a, b):\n     6\t    return b - a\n"
+    );
+    let git = git2::Repository::open(project.repo()).unwrap();
+    let commit = git2::Oid::from_str(report["commit"].as_str().unwrap()).unwrap();
+    let tree = git.find_commit(commit).unwrap().tree().unwrap();
+    let blob = tree
+        .get_path(Path::new("util.py"))
+        .unwrap()
+        .to_object(&git)
+        .unwrap();
+    assert_eq!(
+        std::str::from_utf8(blob.peel_to_blob().unwrap().content()).unwrap(),
+        good.replace("return a - b", "return b - a"),
+        "the refused edit left nothing behind, the next one went in"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_turn_budget_stops_the_run_and_keeps_the_work() {
     let mut steps = vec![edit_step()];

@@ -77,13 +77,35 @@ impl Files {
 
     pub fn write(&self, args: WriteArgs) -> Result<String, String> {
         let path = self.checked(&args.path)?;
+        let before = self.read_text(&path, &args.path).ok();
         self.write_bytes(&path, args.content.as_bytes(), &args.path)?;
+        // Shown from the first line that changed.
+        let first = before
+            .as_deref()
+            .map_or(1, |old| first_difference(old, &args.content));
         Ok(format!(
-            "wrote {} ({} bytes, {} lines)",
+            "wrote {} ({} bytes, {} lines):\n{}",
             args.path,
             args.content.len(),
-            args.content.lines().count()
+            args.content.lines().count(),
+            snippet(&args.content, first, first + SNIPPET_LINES)
         ))
+    }
+
+    /// The file's text as it is now, when it is a readable UTF-8 file of
+    /// the tree (a check's input, a change's undo).
+    pub fn current(&self, shown: &str) -> Option<String> {
+        let path = self.checked(shown).ok()?;
+        self.read_text(&path, shown).ok()
+    }
+
+    /// Puts the file back as it was: its text, or no file.
+    pub fn restore(&self, shown: &str, before: Option<&str>) -> Result<(), String> {
+        let path = self.checked(shown)?;
+        match before {
+            Some(text) => self.write_bytes(&path, text.as_bytes(), shown),
+            None => self.root.remove_file(&path).map_err(|e| explain(e, shown)),
+        }
     }
 
     pub fn edit(&self, args: EditArgs) -> Result<String, String> {
@@ -102,7 +124,12 @@ impl Files {
                 let new_text = text.replacen(&args.old_string, &args.new_string, 1);
                 self.write_bytes(&path, new_text.as_bytes(), &args.path)?;
                 let line = text[..starts[0]].matches('\n').count() + 1;
-                Ok(format!("edited {} at line {line}", args.path))
+                let last = line + args.new_string.matches('\n').count();
+                Ok(format!(
+                    "edited {} at line {line}:\n{}",
+                    args.path,
+                    snippet(&new_text, line, last)
+                ))
             }
             n => {
                 let lines: Vec<String> = starts
@@ -416,4 +443,36 @@ fn explain(error: io::Error, shown: &str) -> String {
         }
         _ => format!("{shown}: {error}"),
     }
+}
+
+/// Lines of context a snippet shows around a change, and the most lines
+/// of the change itself it shows.
+const SNIPPET_CONTEXT: usize = 3;
+const SNIPPET_LINES: usize = 20;
+
+/// Lines `first..=last` of `text` (numbered from 1, as `read_file` shows
+/// them) with a few lines around them; a long change is cut.
+pub fn snippet(text: &str, first: usize, last: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return "[the file is empty]\n".into();
+    }
+    let last = last.max(first).min(first + SNIPPET_LINES);
+    let from = first.saturating_sub(SNIPPET_CONTEXT).max(1);
+    let to = (last + SNIPPET_CONTEXT).min(lines.len());
+    let mut out = String::new();
+    for n in from..=to {
+        let line: String = lines[n - 1].chars().take(400).collect();
+        out.push_str(&format!("{n:>6}\t{line}\n"));
+    }
+    out
+}
+
+/// The first line (from 1) where `new` differs from `old`.
+fn first_difference(old: &str, new: &str) -> usize {
+    old.lines()
+        .zip(new.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| old.lines().count().min(new.lines().count()))
+        + 1
 }

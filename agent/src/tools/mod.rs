@@ -7,6 +7,7 @@
 //! before anything runs; every error goes back to the model as a tool
 //! result it can act on.
 
+mod check;
 mod files;
 mod schema;
 mod shell;
@@ -85,8 +86,8 @@ impl Toolbox<'_> {
         };
         let result = match call.name.as_str() {
             "read_file" => self.on_files(args, Files::read).await,
-            "write_file" => self.on_files(args, Files::write).await,
-            "edit_file" => self.on_files(args, Files::edit).await,
+            "write_file" => self.changed(args, Files::write).await,
+            "edit_file" => self.changed(args, Files::edit).await,
             "list_files" => self.on_files(args, Files::list).await,
             "glob" => self.on_files(args, Files::glob).await,
             "grep" => match parse(args) {
@@ -152,6 +153,67 @@ impl Toolbox<'_> {
         tokio::task::spawn_blocking(move || tool(&files, args))
             .await
             .map_err(|e| format!("the file tool failed: {e}"))?
+    }
+}
+
+impl Toolbox<'_> {
+    /// `write_file` or `edit_file`, checked: a file that compiled before
+    /// and would not after is put back, and the agent told why.
+    async fn changed<A>(
+        &self,
+        args: Value,
+        tool: fn(&Files, A) -> Result<String, String>,
+    ) -> Result<String, String>
+    where
+        A: DeserializeOwned + Send + 'static,
+    {
+        let path = args["path"].as_str().unwrap_or_default().to_owned();
+        let checked = path.ends_with(".py");
+        let before = if checked {
+            self.on_text(&path, Files::current).await
+        } else {
+            None
+        };
+        let answer = self.on_files(args, tool).await?;
+        if !checked {
+            return Ok(answer);
+        }
+        let Some(after) = self.on_text(&path, Files::current).await else {
+            return Ok(answer);
+        };
+        let check::Checked::Fails { line, message } =
+            check::check(self.sandbox, &path, &after).await
+        else {
+            return Ok(answer);
+        };
+        let parsed_before = match &before {
+            Some(old) => check::check(self.sandbox, &path, old).await == check::Checked::Parses,
+            None => false,
+        };
+        if !parsed_before {
+            return Ok(format!(
+                "{answer}note: {path} does not compile as Python: {message} (line {line})\n"
+            ));
+        }
+        let files = self.files.clone();
+        let (undo, old) = (path.clone(), before);
+        tokio::task::spawn_blocking(move || files.restore(&undo, old.as_deref()))
+            .await
+            .map_err(|e| format!("the file tool failed: {e}"))??;
+        Err(check::refusal(&path, &after, line, &message))
+    }
+
+    /// A read of the tree by path, on a blocking thread.
+    async fn on_text(
+        &self,
+        path: &str,
+        read: fn(&Files, &str) -> Option<String>,
+    ) -> Option<String> {
+        let (files, path) = (self.files.clone(), path.to_owned());
+        tokio::task::spawn_blocking(move || read(&files, &path))
+            .await
+            .ok()
+            .flatten()
     }
 }
 

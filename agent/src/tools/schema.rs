@@ -29,7 +29,7 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "write_file",
-            description: "Create or overwrite a file with the given content (parent directories are created).",
+            description: "Create or overwrite a file with the given content (parent directories are created). Answers with the changed lines, numbered; a Python file that compiled and would not after the change is left as it was, and the error is shown.",
             parameters: json!({"type": "object", "additionalProperties": false,
                 "required": ["path", "content"],
                 "properties": {
@@ -39,7 +39,7 @@ pub fn specs() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "edit_file",
-            description: "Replace old_string with new_string in a file. old_string must occur exactly once: include enough surrounding text to make it unique.",
+            description: "Replace old_string with new_string in a file. old_string must occur exactly once: include enough surrounding text to make it unique. Answers with the changed lines, numbered; a Python file that compiled and would not after the edit is left as it was, and the error is shown.",
             parameters: json!({"type": "object", "additionalProperties": false,
                 "required": ["path", "old_string", "new_string"],
                 "properties": {

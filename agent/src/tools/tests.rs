@@ -177,7 +177,11 @@ fn an_edit_must_match_exactly_once() {
         error.contains("occurs 2 times") && error.contains("lines 1, 3"),
         "{error}"
     );
-    assert_eq!(edit("fn b() {}").unwrap(), "edited src/lib.rs at line 2");
+    // The answer shows the change, numbered, with the lines around it.
+    assert_eq!(
+        edit("fn b() {}").unwrap(),
+        "edited src/lib.rs at line 2:\n     1\tfn a() {}\n     2\tfn c() {}\n     3\tfn a() {}\n"
+    );
     assert_eq!(
         std::fs::read_to_string(t.dir.path().join("src/lib.rs")).unwrap(),
         "fn a() {}\nfn c() {}\nfn a() {}\n"
