@@ -19,6 +19,10 @@ pub struct AgentConfig {
     /// When the conversation grows past this many tokens (estimated),
     /// all but the latest few tool outputs are cleared, in one batch.
     pub context_tokens: u64,
+    /// The first `finish` is answered with the agent's own change (as it
+    /// would be committed) and the tests it ran, and the agent asked to
+    /// finish again or go on: one more turn, within `max_turns`.
+    pub review_before_finish: bool,
     /// One JSONL transcript per run.
     pub transcript_dir: PathBuf,
     /// Prompt templates to use instead of the built-in ones (files named
@@ -36,6 +40,7 @@ impl Default for AgentConfig {
             max_output_tokens: 200_000,
             max_dollars: 5.0,
             context_tokens: 100_000,
+            review_before_finish: true,
             transcript_dir: "forgehand-data/transcripts".into(),
             prompts_dir: None,
         }

@@ -43,7 +43,14 @@ pub trait HostTestRunner: Sync {
     /// Runs `command` over what the commit would hold now; called only
     /// while no sandbox of the agent's is up.
     async fn run(&self, command: &str, timeout: Duration) -> Result<ExecOutput, HostTestError>;
+
+    /// What the commit would change now, as a diff, cut at `max_chars`;
+    /// called only while no sandbox of the agent's is up.
+    async fn changes(&self, max_chars: usize) -> Result<String, HostTestError>;
 }
+
+/// How much of its own diff the agent is shown when it first finishes.
+const REVIEW_CHARS: usize = 12_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -275,6 +282,28 @@ impl Started<'_> {
         Ok((runs, finished_again))
     }
 
+    /// The agent's first `finish`, answered: its change as the host would
+    /// commit it and the tests it ran as the host saw them, and another
+    /// round in which it finishes again (or goes on, then finishes). The
+    /// round that follows, or `None` when the gate refuses the tree (the
+    /// publish stage says why; there is nothing to review).
+    pub async fn review(
+        &mut self,
+        transcript: &mut Transcript,
+        host: &dyn HostTestRunner,
+        declared_test: Option<&str>,
+    ) -> Result<Option<AgentReport>, HostTestError> {
+        self.take_down().await;
+        let diff = match host.changes(REVIEW_CHARS).await {
+            Ok(diff) => diff,
+            Err(HostTestError::Refused(_)) => return Ok(None),
+            Err(error) => return Err(error),
+        };
+        transcript.record("review", serde_json::json!({"diff_chars": diff.len()}));
+        self.tell(review_text(&diff, &self.ran, declared_test));
+        Ok(Some(self.run(transcript).await))
+    }
+
     /// Destroys the sandbox.
     pub async fn close(mut self) {
         self.take_down().await;
@@ -303,5 +332,39 @@ fn failing_tests(test: &str, out: &ExecOutput) -> String {
         "Forgehand ran the repository's tests (`{test}`) after you finished, over the changes to be committed and the environment alone (not your home, `/tmp` or what is left out of the commit), and they failed ({}). The end of their output:\n\n{}\nFix the code so that the tests pass (do not weaken or skip the tests), then call `finish` again with an updated summary. Your sandbox was started again: your files and home are as you left them; background processes and `/tmp` are gone.",
         out.status,
         forgehand_text::markdown::fenced(&shown)
+    )
+}
+
+/// What the agent is told at its first `finish`.
+fn review_text(diff: &str, ran: &[CommandRun], declared_test: Option<&str>) -> String {
+    let tests: Vec<String> = ran
+        .iter()
+        .filter(|r| crate::testing::looks_like_a_test(&r.command, declared_test))
+        .map(|r| {
+            format!(
+                "{} exited {}",
+                forgehand_text::markdown::code(&r.command),
+                r.exit_code
+            )
+        })
+        .collect();
+    let tests = if tests.is_empty() {
+        "You ran no test. If the repository has tests, run them now.".to_owned()
+    } else {
+        format!(
+            "The tests you ran, as Forgehand saw them: {}.",
+            tests.join("; ")
+        )
+    };
+    let change = if diff.trim().is_empty() {
+        "Your change is empty: nothing would be committed.".to_owned()
+    } else {
+        format!(
+            "Your change, as it would be committed (what git ignores and the environment's files left out):\n\n{}",
+            forgehand_text::markdown::fenced(diff)
+        )
+    };
+    format!(
+        "Before this is done, review it. {change}\n{tests}\nIf the change does what the task asks and nothing else (no test deleted or weakened, nothing unrelated), call `finish` again; you may update the summary and title. If not, go on working, then call `finish`."
     )
 }

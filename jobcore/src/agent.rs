@@ -27,6 +27,10 @@ pub struct AgentTask<'a> {
     pub test: Option<&'a str>,
     /// With no environment at all: the evidence proposes a declaration.
     pub propose: bool,
+    /// The first `finish` is answered with the change for the agent to
+    /// review (`agent.review_before_finish`); not for a plan, which
+    /// changes nothing.
+    pub review: bool,
     pub policy: GatePolicy,
     pub rules: &'a RepoRules,
     /// Every secret of the job by name: kept out of the transcript and of
@@ -87,25 +91,35 @@ impl Core<'_> {
         progress.done(Stage::Sandbox);
         let mut report = started.run(&mut transcript).await;
         let mut host_runs = Vec::new();
+        let tests = HostTests::new(
+            self.backend,
+            copy.layered(),
+            self.sandbox,
+            copy.git_dir(),
+            copy.scratch(),
+            GateInputs {
+                before: copy.before().clone(),
+                scanner: SecretScanner::new(task.secrets.iter().cloned()),
+                policy: task.policy,
+                rules: task.rules.clone(),
+            },
+        );
         let finished = matches!(report.outcome, Outcome::Finished { .. });
+        if finished && self.agent.review_before_finish && task.review {
+            match started.review(&mut transcript, &tests, task.test).await {
+                Ok(Some(again)) => report = last_finish(report, again),
+                Ok(None) => {}
+                Err(error) => {
+                    started.close().await;
+                    return Err(Failure::infra(error));
+                }
+            }
+        }
         if finished {
             progress.done(Stage::Agent);
         }
         if let (Some(test), true) = (task.test, finished) {
             progress.starting(Stage::Tests).await;
-            let tests = HostTests::new(
-                self.backend,
-                copy.layered(),
-                self.sandbox,
-                copy.git_dir(),
-                copy.scratch(),
-                GateInputs {
-                    before: copy.before().clone(),
-                    scanner: SecretScanner::new(task.secrets.iter().cloned()),
-                    policy: task.policy,
-                    rules: task.rules.clone(),
-                },
-            );
             let tested = started
                 .test_rounds(&mut transcript, &tests, test, self.test_retries)
                 .await;

@@ -141,6 +141,12 @@ struct Script {
     served: u64,
     /// A context window, in characters of the request body.
     max_chars: Option<usize>,
+    /// The review Forgehand asks for at the agent's first `finish` is
+    /// answered by finishing again, as a model that stands by its work
+    /// does, without a step of the script (see [`ModelServer::script_reviews`]).
+    script_reviews: bool,
+    /// The last `finish` played, to play again at a review.
+    last_finish: Option<Step>,
 }
 
 pub struct ModelServer {
@@ -166,6 +172,12 @@ impl ModelServer {
             script,
             _server: server,
         })
+    }
+
+    /// The review turn is the script's to answer, like any other turn
+    /// (by default it is answered by finishing again).
+    pub fn script_reviews(&self) {
+        self.script.lock().unwrap().script_reviews = true;
     }
 
     /// Once the script is over, play `step` for every further request.
@@ -240,9 +252,16 @@ async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: 
         });
         let step = if problem.is_some() {
             None
+        } else if !s.script_reviews && is_review(&body) && s.last_finish.is_some() {
+            s.last_finish.clone()
         } else {
             s.steps.pop_front().or_else(|| s.repeat.clone())
         };
+        if let Some(Step::Reply { calls, .. }) = &step {
+            if calls.iter().any(|(name, _)| name == "finish") {
+                s.last_finish = step.clone();
+            }
+        }
         (step, s.served, problem)
     };
     let (mut step, mut status) = (step, 200u16);
@@ -467,3 +486,23 @@ fn check_anthropic(headers: &HeaderMap, body: &Value) -> Option<String> {
     }
     None
 }
+
+/// Whether the request's newest message is the review Forgehand asks for
+/// at the agent's first `finish` (in either dialect's shape).
+fn is_review(body: &Value) -> bool {
+    let Some(last) = body["messages"].as_array().and_then(|m| m.last()) else {
+        return false;
+    };
+    let text = match &last["content"] {
+        Value::String(text) => text.as_str(),
+        Value::Array(blocks) => blocks
+            .last()
+            .and_then(|b| b["text"].as_str())
+            .unwrap_or_default(),
+        _ => "",
+    };
+    last["role"] == "user" && text.starts_with(REVIEW_PROMPT)
+}
+
+/// How Forgehand's review turn begins.
+pub const REVIEW_PROMPT: &str = "Before this is done, review it.";

@@ -159,8 +159,10 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
         .as_str()
         .unwrap()
         .ends_with("forgehand.toml"));
-    assert_eq!(report["turns"], 4);
-    assert_eq!(report["tool_calls"], 4);
+    // Four turns, and the review turn (issue 28, 6): the first `finish`
+    // answered with the change, the agent finishing again.
+    assert_eq!(report["turns"], 5);
+    assert_eq!(report["tool_calls"], 5);
     assert!(
         report["cost_usd"].is_null(),
         "no price is configured: unpriced, not $0: {report:#}"
@@ -188,7 +190,10 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
     let events = transcript(&report);
     let tools: Vec<&Value> = tool_events(&events);
     let names: Vec<&str> = tools.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["read_file", "edit_file", "bash", "finish"]);
+    assert_eq!(
+        names,
+        ["read_file", "edit_file", "bash", "finish", "finish"]
+    );
     assert!(tools[0]["result"]
         .as_str()
         .unwrap()
@@ -200,13 +205,28 @@ async fn the_agent_reads_edits_tests_and_finishes(dialect: &str) {
     );
     assert_eq!(
         events.iter().filter(|e| e["event"] == "model_call").count(),
-        4
+        5
     );
     let raw = std::fs::read_to_string(report["transcript"].as_str().unwrap()).unwrap();
     assert!(!raw.contains(API_KEY), "the API key is redacted");
 
     let requests = server.requests();
-    assert_eq!(requests.len(), 4);
+    assert_eq!(requests.len(), 5);
+    // The review turn as the model saw it: its own diff, as the host
+    // would commit it, and the test it ran, as the host saw it.
+    let review = requests[4].body.to_string();
+    for seen in [
+        "Before this is done, review it.",
+        "-  echo $(($1 - $2))",
+        "+  echo $(($1 + $2))",
+        "The tests you ran, as Forgehand saw them: `sh test.sh` exited 0.",
+        "call `finish` again",
+    ] {
+        assert!(
+            review.contains(&seen.replace('\n', "\\n")),
+            "{seen}: {review}"
+        );
+    }
     assert!(requests.iter().all(|r| r.status == 200));
     let auth = requests[0].authorization.as_deref().unwrap();
     assert!(
@@ -443,21 +463,22 @@ async fn the_four_counts_are_reported_and_priced_as_billed() {
         let server = ModelServer::start(steps).await.unwrap();
         let (code, report) = tokio::task::block_in_place(|| project.run(&server, dialect, config));
         assert_eq!(code, 0, "{report:#}");
-        // OpenAI reads its cache and writes it at no charge: no writes.
-        let written = if dialect == "anthropic" { 8_000 } else { 0 };
+        // Five answers (the finish again at the review), each with the
+        // same counts. OpenAI writes its cache at no charge: no writes.
+        let written = if dialect == "anthropic" { 10_000 } else { 0 };
         assert_eq!(
             report["usage"],
             json!({
-                "input_tokens": 4_000,
-                "output_tokens": 400,
-                "cache_read_tokens": 80_000,
+                "input_tokens": 5_000,
+                "output_tokens": 500,
+                "cache_read_tokens": 100_000,
                 "cache_write_tokens": written,
             }),
             "{dialect}"
         );
-        // 4,000 × $3 + 400 × $15 + 80,000 × $0.30 + writes × $3.75, per
-        // million: $0.012 + $0.006 + $0.024 (+ $0.030).
-        let expected = if dialect == "anthropic" { 0.072 } else { 0.042 };
+        // 5,000 × $3 + 500 × $15 + 100,000 × $0.30 + writes × $3.75, per
+        // million: $0.015 + $0.0075 + $0.030 (+ $0.0375).
+        let expected = if dialect == "anthropic" { 0.09 } else { 0.0525 };
         let cost = report["cost_usd"].as_f64().unwrap();
         assert!((cost - expected).abs() < 1e-9, "{dialect}: {cost}");
         if dialect == "anthropic" {
@@ -536,7 +557,8 @@ async fn each_request_extends_the_last_until_a_batch_clearing() {
     });
     assert_eq!(code, 0, "{report:#}");
     let requests = server.requests();
-    assert_eq!(requests.len(), 42);
+    // And the review turn.
+    assert_eq!(requests.len(), 43);
     let mut clearings = Vec::new();
     for (n, pair) in requests.windows(2).enumerate() {
         let (this, next) = (&pair[0].body, &pair[1].body);
@@ -599,7 +621,7 @@ async fn a_429_with_retry_after_is_retried_and_succeeds() {
     assert_eq!(code, 0);
     let requests = server.requests();
     let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, [429, 200, 200, 200, 200]);
+    assert_eq!(statuses, [429, 200, 200, 200, 200, 200]);
     // Measured by the server, from the 429's answer to the next request:
     // at least the second Retry-After asked for (the client's wait, and
     // only more on a loaded machine). The upper bound is no speed claim:
@@ -1002,7 +1024,9 @@ async fn the_host_is_not_held_by_a_fifo_nor_filled_by_the_agent() {
     let (_, report) = tokio::task::block_in_place(|| project.run(&server, "openai", &config));
     let events = transcript(&report);
     let tools = tool_events(&events);
-    assert_eq!(tools.len(), 6, "every call answered: {report:#}");
+    // And the finish again at the review: the review read the tree with
+    // the FIFO in it, and nothing hung.
+    assert_eq!(tools.len(), 7, "every call answered: {report:#}");
     for event in &tools[1..4] {
         let result = event["result"].as_str().unwrap();
         assert_eq!(event["is_error"], true, "{result}");

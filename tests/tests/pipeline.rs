@@ -238,7 +238,7 @@ async fn a_labeled_issue_becomes_a_pull_request() {
         pr.body
     );
     assert!(
-        pr.body.contains("- `calc.sh`") && pr.body.contains("4 turns"),
+        pr.body.contains("- `calc.sh`") && pr.body.contains("5 turns"),
         "{}",
         pr.body
     );
@@ -408,7 +408,8 @@ async fn a_review_on_the_bots_pull_request_is_answered_with_a_commit_and_replies
             "no second pull request"
         );
     });
-    let prompt = w.model.requests()[4].body.to_string();
+    // Job 1 asked five times (four turns and its review): job 2 begins at the sixth.
+    let prompt = w.model.requests()[5].body.to_string();
     assert!(
         prompt.contains("review thread 1 on calc.sh:2"),
         "the threads are the task"

@@ -283,7 +283,7 @@ async fn plan_then_go_proposes_first_and_carries_the_plan_out(kind: Kind) {
         | `sh test.sh` | agent | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
         "##));
     // The run that carried it out was given the approved plan.
     let requests = story.model.requests();
@@ -705,7 +705,7 @@ async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit(kind: Kind) {
         | `sh test.sh` | agent | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
         "##));
 }
 

@@ -64,7 +64,7 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
         | `sh test.sh && grep -q base $HOME/which` | Forgehand | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
         "));
     let said = story.said(1);
     match kind {

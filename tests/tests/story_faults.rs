@@ -82,7 +82,7 @@ async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, u
         | `sh test.sh` | agent | 0 |
 
         ---
-        <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+        <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
         "##));
     let said = story.said(1);
     match kind {

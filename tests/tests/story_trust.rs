@@ -203,7 +203,7 @@ async fn secrets_in_what_the_agent_says_never_reach_the_forge(kind: Kind) {
             | `sh test.sh` | agent | 0 |
 
             ---
-            <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+            <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
 
             calc.sh:1: Done in [sha]: Used [redacted: the host's own credential github.token] as asked.
             test.sh:2: No change for this one.
@@ -240,7 +240,7 @@ async fn secrets_in_what_the_agent_says_never_reach_the_forge(kind: Kind) {
             | `sh test.sh` | agent | 0 |
 
             ---
-            <sub>Forgehand · namespace sandbox, shared kernel · 4 turns · [tokens] · unpriced · [duration]</sub>
+            <sub>Forgehand · namespace sandbox, shared kernel · 5 turns · [tokens] · unpriced · [duration]</sub>
 
             calc.sh:1: Done in [sha]: Used [redacted: the host's own credential gitea.token] as asked.
             test.sh:2: No change for this one.

@@ -78,6 +78,17 @@ impl HostTestRunner for HostTests<'_> {
         }
         result
     }
+
+    async fn changes(&self, max_chars: usize) -> Result<String, HostTestError> {
+        let (git_dir, gate, base) = (
+            self.git_dir.clone(),
+            Arc::clone(&self.gate),
+            self.layered.commit(),
+        );
+        tokio::task::spawn_blocking(move || diff_of_commit(&git_dir, &gate, base, max_chars))
+            .await
+            .map_err(|e| HostTestError::Infra(e.to_string()))?
+    }
 }
 
 impl HostTests<'_> {
@@ -119,6 +130,72 @@ impl HostTests<'_> {
 }
 
 /// The gate's check of the working tree, then what a commit of it would
+/// change against `base`, as a unified diff cut at `max_chars` (a
+/// character boundary kept, the cut said).
+fn diff_of_commit(
+    git_dir: &Path,
+    gate: &GateInputs,
+    base: git2::Oid,
+    max_chars: usize,
+) -> Result<String, HostTestError> {
+    let infra = |e: &dyn std::fmt::Display| HostTestError::Infra(e.to_string());
+    let repo = Repository::open(git_dir).map_err(|e| infra(&e))?;
+    let tree = checked_tree(&repo, gate)?;
+    let base = repo
+        .find_commit(base)
+        .and_then(|c| c.tree())
+        .map_err(|e| infra(&e))?;
+    let tree = repo.find_tree(tree).map_err(|e| infra(&e))?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&base), Some(&tree), None)
+        .map_err(|e| infra(&e))?;
+    let mut out = String::new();
+    let mut cut = false;
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if out.len() >= max_chars {
+            cut = true;
+            return false;
+        }
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin());
+        }
+        out.push_str(&String::from_utf8_lossy(line.content()));
+        true
+    })
+    .or_else(|e| if cut { Ok(()) } else { Err(infra(&e)) })?;
+    if out.len() > max_chars {
+        let end = (0..=max_chars)
+            .rev()
+            .find(|&i| out.is_char_boundary(i))
+            .unwrap_or(0);
+        out.truncate(end);
+        cut = true;
+    }
+    if cut {
+        out.push_str("\n[… the rest of the diff left out]\n");
+    }
+    Ok(out)
+}
+
+/// The gate's check of the working tree, then the tree a commit of it
+/// would hold, written to the object store.
+fn checked_tree(repo: &Repository, gate: &GateInputs) -> Result<git2::Oid, HostTestError> {
+    let infra = |e: &dyn std::fmt::Display| HostTestError::Infra(e.to_string());
+    let checks = Checks {
+        before: &gate.before,
+        scanner: &gate.scanner,
+        policy: gate.policy,
+        rules: &gate.rules,
+    };
+    // The commit's message is not written yet: the gate checks it when
+    // the job commits.
+    if let Err(refusal) = forgehand_gate::check(repo, &checks, "").map_err(|e| infra(&e))? {
+        return Err(HostTestError::Refused(refusal.reason));
+    }
+    forgehand_gate::tree_to_commit(repo).map_err(|e| infra(&e))
+}
+
+/// The gate's check of the working tree, then what a commit of it would
 /// hold, laid out in `dest` against `base`.
 fn lay_out_commit(
     git_dir: &Path,
@@ -128,18 +205,7 @@ fn lay_out_commit(
 ) -> Result<(), HostTestError> {
     let infra = |e: &dyn std::fmt::Display| HostTestError::Infra(e.to_string());
     let repo = Repository::open(git_dir).map_err(|e| infra(&e))?;
-    let checks = Checks {
-        before: &gate.before,
-        scanner: &gate.scanner,
-        policy: gate.policy,
-        rules: &gate.rules,
-    };
-    // The commit's message is not written yet: the gate checks it when
-    // the job commits.
-    if let Err(refusal) = forgehand_gate::check(&repo, &checks, "").map_err(|e| infra(&e))? {
-        return Err(HostTestError::Refused(refusal.reason));
-    }
-    let tree = forgehand_gate::tree_to_commit(&repo).map_err(|e| infra(&e))?;
+    let tree = checked_tree(&repo, gate)?;
     let base = repo
         .find_commit(base)
         .and_then(|c| c.tree())

@@ -309,6 +309,7 @@ impl Run<'_> {
             prompts: &prompts,
             test: self.test,
             propose: self.propose,
+            review: true,
             policy: self.policy(),
             rules: self.rules,
             secrets: &secrets,

@@ -49,6 +49,7 @@ impl Pipeline {
             prompts: &prompts,
             test,
             propose: environment.is_none() && !work.plan_only,
+            review: !work.plan_only,
             policy,
             rules: &copy.rules,
             secrets: &secrets,
