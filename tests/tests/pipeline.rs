@@ -302,7 +302,9 @@ async fn a_failing_model_ends_with_a_reason_code_not_working() {
             .clone()
     });
     assert!(
-        status.starts_with("❌ Stopped: `model_error`. the model server kept failing"),
+        status.starts_with(
+            "❌ Stopped: `model_error`. the model's API failed or answered what cannot be used"
+        ) && !status.contains("127.0.0.1"),
         "{status}"
     );
     assert_eq!(w.github.violations(), Vec::<String>::new());

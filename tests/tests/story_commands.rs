@@ -410,7 +410,7 @@ async fn retry_runs_the_failed_job_again(kind: Kind) {
 
             <!-- forgehand:job:1 -->
             ── edited ──
-            ❌ Stopped: `model_error`. the model server kept failing (2 tries); the last: the model server at http://127.0.0.1:[port]/v1/chat/completions answered 500: {"error":{"message":"injected fault","type":"scripted"}}
+            ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
 
             <!-- forgehand:job:1 -->
             ━━ comment 2 ━━
@@ -494,7 +494,7 @@ async fn retry_runs_the_failed_job_again(kind: Kind) {
 
             <!-- forgehand:job:1 -->
             ── edited ──
-            ❌ Stopped: `model_error`. the model server kept failing (2 tries); the last: the model server at http://127.0.0.1:[port]/v1/chat/completions answered 500: {"error":{"message":"injected fault","type":"scripted"}}
+            ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
 
             <!-- forgehand:job:1 -->
             ━━ comment 2 ━━

@@ -74,11 +74,12 @@ pub fn working_on(current: Stage, attempt: &Attempt) -> String {
 /// An attempt failed and another follows: not a final form, so it says
 /// so instead of "Stopped".
 pub fn retrying(attempt: &Attempt, reason: Reason, explanation: &str) -> String {
+    let explanation = public(reason, explanation);
     format!(
         "🔁 **Attempt {} of {} failed**: `{reason}`. {}\n\nI will try again shortly (attempt {} of {}).\n",
         attempt.number,
         attempt.of,
-        one_line(explanation, 200),
+        one_line(&explanation, 200),
         attempt.number + 1,
         attempt.of
     )
@@ -167,6 +168,7 @@ pub fn failed(reason: Reason, explanation: &str) -> String {
             markdown::fenced(&(cut + &shown.join("\n")))
         );
     }
+    let explanation = public(reason, explanation);
     let mut lines = explanation.lines();
     let first = lines.next().unwrap_or_default();
     let mut out = format!("❌ Stopped: `{reason}`. {first}\n");
@@ -225,6 +227,17 @@ pub fn held(reason: forgehand_gate::RefusalReason, held: &crate::job::HeldCommit
 }
 
 /// The final form of a job stopped on request.
+/// What of a failure's explanation a comment on the forge shows. A model
+/// error names the model server's address and quotes its answer (an
+/// operator's internal host, a provider's error body): on a public issue
+/// that is said in general, and the job's record keeps the whole.
+fn public(reason: Reason, explanation: &str) -> String {
+    match reason {
+        Reason::ModelError => "the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer".to_owned(),
+        _ => explanation.to_owned(),
+    }
+}
+
 pub fn stopped(reason: &str) -> String {
     format!("⏹️ Stopped: `stopped`. {}\n", capitalized(reason))
 }
@@ -546,6 +559,29 @@ mod tests {
             ),
             "{body}"
         );
+    }
+
+    #[test]
+    fn a_model_error_shows_no_address_or_answer_on_the_forge() {
+        let said = "the model server kept failing (2 tries); the last: the model server at http://10.0.3.7:8000/v1/chat/completions answered 500: {\"error\":\"CUDA out of memory\"}";
+        let attempt = Attempt {
+            number: 1,
+            of: 5,
+            after: None,
+        };
+        for text in [
+            failed(Reason::ModelError, said),
+            retrying(&attempt, Reason::ModelError, said),
+        ] {
+            assert!(
+                !text.contains("10.0.3.7") && !text.contains("CUDA"),
+                "{text}"
+            );
+            assert!(
+                text.contains("`model_error`") && text.contains("the model's API failed"),
+                "{text}"
+            );
+        }
     }
 
     #[test]
