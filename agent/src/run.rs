@@ -126,7 +126,10 @@ impl Conversation {
             if reply.tool_calls.is_empty() {
                 // A model that only talks is reminded how to act or stop.
                 self.messages.push(Message::User {
-                    content: "Use the tools to do the work, and call `finish` with a summary and a title when you are done.".into(),
+                    content: match model.settings().tool_mode {
+                        forgehand_model::ToolMode::Text => forgehand_model::text_mode::REMINDER.into(),
+                        forgehand_model::ToolMode::Native => "Use the tools to do the work, and call `finish` with a summary and a title when you are done.".into(),
+                    },
                 });
                 continue;
             }

@@ -337,6 +337,7 @@ mod tests {
                 max_delay: Duration::from_millis(1),
             },
             max_output_tokens: 100,
+            tool_mode: crate::ToolMode::Native,
         }
     }
 

@@ -7,6 +7,7 @@
 mod anthropic;
 mod http;
 mod openai;
+pub mod text_mode;
 
 use std::time::Duration;
 
@@ -28,6 +29,16 @@ impl std::str::FromStr for Provider {
             )),
         }
     }
+}
+
+/// How the model calls tools: the API's own tool calls, or one fenced
+/// block per reply ([`text_mode`]), for models without them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolMode {
+    #[default]
+    Native,
+    Text,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -202,6 +213,7 @@ pub struct ModelSettings {
     pub timeout: Duration,
     pub retry: RetryPolicy,
     pub max_output_tokens: u32,
+    pub tool_mode: ToolMode,
 }
 
 pub struct ModelClient {
@@ -256,6 +268,24 @@ impl ModelClient {
     /// One model call: the conversation so far and the tools; retried
     /// on 429, 5xx and timeouts.
     pub async fn complete(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<ModelReply, ModelError> {
+        if self.settings.tool_mode == ToolMode::Text {
+            let plain = text_mode::to_plain(messages);
+            let turn = messages
+                .iter()
+                .filter(|m| matches!(m, Message::Assistant { .. }))
+                .count() as u64
+                + 1;
+            let reply = self.dialect(&plain, &[]).await?;
+            return Ok(text_mode::read_reply(reply, turn));
+        }
+        self.dialect(messages, tools).await
+    }
+
+    async fn dialect(
         &self,
         messages: &[Message],
         tools: &[ToolSpec],

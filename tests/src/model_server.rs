@@ -257,8 +257,10 @@ async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: 
         } else {
             s.steps.pop_front().or_else(|| s.repeat.clone())
         };
-        if let Some(Step::Reply { calls, .. }) = &step {
-            if calls.iter().any(|(name, _)| name == "finish") {
+        if let Some(Step::Reply { calls, text, .. }) = &step {
+            // A finish: a tool call, or (text mode) a finish block.
+            let text_finish = text.as_deref().is_some_and(|t| t.contains("```finish"));
+            if text_finish || calls.iter().any(|(name, _)| name == "finish") {
                 s.last_finish = step.clone();
             }
         }
@@ -501,7 +503,8 @@ fn is_review(body: &Value) -> bool {
             .unwrap_or_default(),
         _ => "",
     };
-    last["role"] == "user" && text.starts_with(REVIEW_PROMPT)
+    // In text mode the review follows the finish's output in one turn.
+    last["role"] == "user" && text.contains(REVIEW_PROMPT)
 }
 
 /// How Forgehand's review turn begins.

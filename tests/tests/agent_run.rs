@@ -339,6 +339,70 @@ async fn a_syntax_breaking_edit_is_refused_with_the_error_shown() {
     );
 }
 
+/// Issue 28 (8): a model without tool calls, driven in text mode (one
+/// fenced block a reply), reads, fixes through bash, tests and finishes;
+/// no tools are sent, the system prompt says the format, and a reply
+/// without one block is answered with the format.
+#[tokio::test(flavor = "multi_thread")]
+async fn text_mode_drives_a_model_without_tool_calls_to_a_fix() {
+    let project = Project::new();
+    let steps = vec![
+        Step::text("Let me look.\n```bash\ncat calc.sh\n```"),
+        Step::text("I think I see it."),
+        Step::text("```bash\nsed -i 's/- \\$2/+ $2/' calc.sh && sh test.sh\n```"),
+        Step::text("```finish\nFix add in calc.sh\n`add` subtracted; now it adds, and `sh test.sh` passes.\n```"),
+    ];
+    let server = ModelServer::start(steps).await.unwrap();
+    let (code, report) = tokio::task::block_in_place(|| {
+        project.run(&server, "openai", "[model]\ntool_mode = \"text\"\n")
+    });
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["title"], "Fix add in calc.sh");
+    let branch = report["branch"].as_str().unwrap();
+    assert_eq!(
+        project.file_on_branch(branch, "calc.sh"),
+        "add() {\n  echo $(($1 + $2))\n}\n"
+    );
+    let events = transcript(&report);
+    let names: Vec<&str> = tool_events(&events)
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    // The finish again is the review turn's.
+    assert_eq!(names, ["bash", "bash", "finish", "finish"]);
+    let requests = server.requests();
+    assert!(requests.iter().all(|r| r.body.get("tools").is_none()));
+    let first = requests[0].body.to_string();
+    assert!(first.contains("exactly one fenced code block"), "{first}");
+    let second = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(second["role"], "user");
+    assert!(
+        second["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Output:\nexit status 0"),
+        "{second}"
+    );
+    let third = requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        third["content"]
+            .as_str()
+            .unwrap()
+            .contains("Reply with exactly one fenced block"),
+        "{third}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_turn_budget_stops_the_run_and_keeps_the_work() {
     let mut steps = vec![edit_step()];

@@ -7,7 +7,7 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use forgehand_model::{ModelSettings, Price, Provider, RetryPolicy, Usage};
+use forgehand_model::{ModelSettings, Price, Provider, RetryPolicy, ToolMode, Usage};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -35,6 +35,9 @@ pub struct ModelConfig {
     pub retry_max_ms: u64,
     /// Most tokens the model may write in one answer (Anthropic requires it).
     pub max_output_tokens: u32,
+    /// `native` (the API's tool calls) or `text` (one fenced block per
+    /// reply, for models without tool calls).
+    pub tool_mode: ToolMode,
     /// Dollars per million tokens, by model name.
     pub prices: BTreeMap<String, Price>,
     /// Where `base_url` was set when not here: `forgehand run
@@ -55,6 +58,7 @@ impl Default for ModelConfig {
             retry_base_ms: 1000,
             retry_max_ms: 60_000,
             max_output_tokens: 8192,
+            tool_mode: ToolMode::Native,
             prices: BTreeMap::new(),
             base_url_named: None,
         }
@@ -79,6 +83,7 @@ impl ModelConfig {
                 max_delay: Duration::from_millis(self.retry_max_ms),
             },
             max_output_tokens: self.max_output_tokens,
+            tool_mode: self.tool_mode,
         }
     }
 
