@@ -289,6 +289,70 @@ mod tests {
         );
     }
 
+    /// What the model is told, whole: each built-in template rendered
+    /// with stand-in values and kept as a snapshot (`agent/src/snapshots/`),
+    /// so that a change to `prompts/` is seen in review as the text the
+    /// model reads.
+    #[test]
+    fn the_prompts_as_the_model_reads_them() {
+        let prompts = Prompts::load(None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("AGENTS.md"),
+            "Run `make test` before you finish.\n",
+        )
+        .unwrap();
+        let files = Files::open(dir.path()).unwrap();
+        let system = prompts
+            .system(&files, "{the gate's policy for the repository}")
+            .replace(prompts.data_tag(), "forge-data-[random]");
+        insta::assert_snapshot!("system", system);
+        let issue = "<forge-data-[random] author=\"reporter\" write-access=\"no\">\nadd() subtracts.\n</forge-data-[random]>";
+        let cases: [(&str, &[(&str, &str)]); 5] = [
+            (
+                "new_issue.txt",
+                &[
+                    ("number", "7"),
+                    ("repository", "acme/demo"),
+                    ("issue", issue),
+                    ("comments", ""),
+                ],
+            ),
+            (
+                "plan.txt",
+                &[
+                    ("number", "7"),
+                    ("repository", "acme/demo"),
+                    ("issue", issue),
+                    ("comments", ""),
+                ],
+            ),
+            (
+                "review_follow_up.txt",
+                &[
+                    ("number", "12"),
+                    ("repository", "acme/demo"),
+                    ("branch", "forgehand/7-fix-add"),
+                    ("review", "{the review and its numbered threads}"),
+                ],
+            ),
+            (
+                "comment_command.txt",
+                &[
+                    ("target", "pull request #12"),
+                    ("repository", "acme/demo"),
+                    ("request", "{the comment}"),
+                    ("context", "{the pull request}"),
+                ],
+            ),
+            ("local_task.txt", &[("task", "Fix add in calc.sh")]),
+        ];
+        for (file, values) in cases {
+            let name = file.trim_end_matches(".txt");
+            insta::assert_snapshot!(name, prompts.render(file, values));
+        }
+    }
+
     #[test]
     fn an_unknown_placeholder_in_a_template_is_refused() {
         let dir = tempfile::tempdir().unwrap();
