@@ -534,7 +534,7 @@ async fn stop_during_a_long_job(kind: Kind) {
 
         <!-- forgehand:job:1 -->
         ── edited ──
-        ⏹️ Stopped: `stopped`. Stopped by @maintainer
+        ⏹️ Stopped by @maintainer (`stopped`).
 
         <!-- forgehand:job:1 -->
         "));

@@ -239,7 +239,12 @@ fn public(reason: Reason, explanation: &str) -> String {
 }
 
 pub fn stopped(reason: &str) -> String {
-    format!("⏹️ Stopped: `stopped`. {}\n", capitalized(reason))
+    // "stopped by @someone" is said once, not after "Stopped:".
+    let reason = reason.trim().trim_end_matches('.');
+    match reason.strip_prefix("stopped ") {
+        Some(rest) => format!("⏹️ Stopped {rest} (`stopped`).\n"),
+        None => format!("⏹️ Stopped (`stopped`): {reason}.\n"),
+    }
 }
 
 /// The final form of `/forgehand plan`: the plan, and how to go ahead.

@@ -172,7 +172,8 @@ fn the_status_comments_final_forms() {
     "
     );
     assert_snapshot!(status::failed(Reason::NoChanges, "the agent finished without changing anything"), @"❌ Stopped: `no_changes`. the agent finished without changing anything");
-    assert_snapshot!(status::stopped("stopped by @maintainer"), @"⏹️ Stopped: `stopped`. Stopped by @maintainer");
+    assert_snapshot!(status::stopped("stopped by @maintainer"), @"⏹️ Stopped by @maintainer (`stopped`).");
+    assert_snapshot!(status::stopped("the node is shutting down"), @"⏹️ Stopped (`stopped`): the node is shutting down.");
     assert_snapshot!(status::planned("1. Read calc.py.\n2. Fix add().", "forgehand"), @"
     📋 **Here is my plan.** Nothing is changed yet.
 
