@@ -101,7 +101,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
 
         <!-- forgehand:job:1 -->
         ── edited ──
-        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
         - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
@@ -208,7 +208,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
 
             <!-- forgehand:job:1 -->
             ── edited ──
-            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
             - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
@@ -296,7 +296,7 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
 
             <!-- forgehand:job:1 -->
             ── edited ──
-            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
             - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
@@ -415,7 +415,7 @@ async fn a_change_held_twice_needs_both_allowances() {
 
         <!-- forgehand:job:1 -->
         ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
         - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
         - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
@@ -494,7 +494,7 @@ async fn a_change_held_twice_needs_both_allowances() {
 
         <!-- forgehand:job:1 -->
         ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
         - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
         - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
@@ -651,7 +651,7 @@ async fn an_outsiders_allowance_counts_for_nothing() {
 
         <!-- forgehand:job:1 -->
         ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
         - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
         - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)

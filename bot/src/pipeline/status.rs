@@ -191,7 +191,7 @@ pub fn failed(reason: Reason, explanation: &str) -> String {
 /// the commit kept, and the commands that push exactly that commit.
 pub fn held(reason: forgehand_gate::RefusalReason, held: &crate::job::HeldCommit) -> String {
     let mut out = format!(
-        "✋ Held for a maintainer: `{}`. {}, so I did not push it.\n",
+        "✋ Held for a maintainer: `{}`. {}, so I did not push the change.\n",
         reason.code(),
         capitalized(reason.what())
     );

@@ -206,7 +206,7 @@ fn the_status_comment_of_a_held_change() {
     assert_snapshot!(
         status::held(RefusalReason::Sensitive, &held(vec![HeldFor::Sensitive])),
         @"
-        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push it.
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
         - sensitive: `Makefile` added (a build entry point)
 
@@ -222,7 +222,7 @@ fn the_status_comment_of_a_held_change() {
             }
         ),
         @"
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push it.
+        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
         - sensitive: `Makefile` added (a build entry point)
         - destructive: the change deletes 2 of the 2 tracked files
