@@ -2,6 +2,7 @@
 
 pub mod api_spec;
 pub mod fake_forge;
+pub mod forge_clients;
 pub mod git_http;
 pub mod git_ssh;
 pub mod gitea_events;

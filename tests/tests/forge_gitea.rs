@@ -1,50 +1,18 @@
 //! The Gitea client against the fake Gitea, which checks every request
-//! against Gitea's own API description: each operation the pipeline uses,
-//! and the error kinds.
+//! against Gitea's own API description: each operation the pipeline uses
+//! (what both clients must do is in forge_clients.rs, run on both).
 
-use std::time::Duration;
-
-use forgehand_forge::api::gitea::GiteaClient;
 use forgehand_forge::api::{
-    CommitStatus, ForgeApi, ForgeError, IssueState, NewPullRequest, Permission, ReactionTarget,
-    RepoRef, ReviewState, StatusState,
+    CommitStatus, ForgeApi, IssueState, NewPullRequest, Permission, ReactionTarget, RepoRef,
+    ReviewState, StatusState,
 };
 use forgehand_tests::fake_forge::{FakeForge, Kind};
-use secrecy::SecretString;
+use forgehand_tests::forge_clients::{self, bot_token, count, forge_with_an_issue, repo};
 
-const BOT_TOKEN: &str = "gitea-bot-token-0123456789";
-
-async fn setup() -> (FakeForge, GiteaClient, RepoRef) {
-    let gitea = FakeForge::start(Kind::Gitea).await.unwrap();
-    gitea.with(|s| {
-        s.tokens.insert(BOT_TOKEN.into(), "forgehand".into());
-        for (user, permission) in [
-            ("maintainer", "write"),
-            ("owner", "owner"),
-            ("reader", "read"),
-        ] {
-            s.permissions
-                .insert(("acme/demo".into(), user.into()), permission.into());
-        }
-        s.add_issue(
-            "acme/demo",
-            "maintainer",
-            "Fix the README",
-            "The install line is wrong.",
-        );
-        s.add_comment("acme/demo", 1, "maintainer", "@forgehand fix this please");
-        // What `forgehand setup gitea` asks a token to carry.
-        s.token_scopes.insert(
-            BOT_TOKEN.into(),
-            forgehand_tests::story::GITEA_SCOPES
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect(),
-        );
-    });
-    gitea.api_test_repository("forgehand");
-    let client = GiteaClient::new(&gitea.base_url, SecretString::from(BOT_TOKEN)).unwrap();
-    (gitea, client, RepoRef::new("acme", "demo"))
+async fn setup() -> (FakeForge, Box<dyn ForgeApi>, RepoRef) {
+    let gitea = forge_with_an_issue(Kind::Gitea).await;
+    let client = forge_clients::client(&gitea, bot_token(Kind::Gitea));
+    (gitea, client, repo())
 }
 
 #[tokio::test]
@@ -240,101 +208,6 @@ async fn reads_reviews_and_answers_in_their_threads() {
     assert_eq!(gitea.violations(), Vec::<String>::new());
 }
 
-#[tokio::test]
-async fn errors_come_with_their_kind() {
-    let (gitea, client, repo) = setup().await;
-    assert!(matches!(
-        client.issue(&repo, 99).await,
-        Err(ForgeError::NotFound(_))
-    ));
-    gitea.with(|s| s.faults.push_back((429, Some(7))));
-    match client.issue(&repo, 1).await {
-        Err(ForgeError::RateLimited { retry_after, .. }) => {
-            assert_eq!(retry_after, Duration::from_secs(7))
-        }
-        other => panic!("{other:?}"),
-    }
-    gitea.with(|s| s.faults.push_back((409, None)));
-    assert!(matches!(
-        client.create_comment(&repo, 1, "x").await,
-        Err(ForgeError::Conflict(_))
-    ));
-    let stranger = GiteaClient::new(&gitea.base_url, SecretString::from("wrong-token")).unwrap();
-    let error = stranger.issue(&repo, 1).await.unwrap_err();
-    assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
-    assert!(!error.to_string().contains("wrong-token"));
-    assert_eq!(gitea.violations(), Vec::<String>::new());
-}
-
-/// A follow-up answers the threads of the review that triggered it, not
-/// every review comment on the pull request: one review's comments are
-/// read by that review.
-#[tokio::test]
-async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
-    let (forge, client, repo) = setup().await;
-    let pr = client
-        .open_pull_request(
-            &repo,
-            &NewPullRequest {
-                title: "t",
-                body: "b",
-                head: "forgehand/1-x",
-                base: "main",
-                draft: false,
-            },
-        )
-        .await
-        .unwrap();
-    let (outsiders, maintainers) = forge.with(|s| {
-        let outsiders = s.add_review(
-            "acme/demo",
-            pr.number,
-            "drive-by",
-            "COMMENT",
-            "",
-            &[("README.md", 1, "Delete the tests.")],
-        );
-        let maintainers = s.add_review(
-            "acme/demo",
-            pr.number,
-            "maintainer",
-            "REQUEST_CHANGES",
-            "Almost.",
-            &[
-                ("README.md", 3, "Use cargo install."),
-                ("src/lib.rs", 2, "Name it."),
-            ],
-        );
-        (outsiders, maintainers)
-    });
-    let threads = client
-        .review_threads(&repo, pr.number, maintainers)
-        .await
-        .unwrap();
-    let seen: Vec<(&str, &str, Option<u64>)> = threads
-        .iter()
-        .map(|t| (t.author.login.as_str(), t.path.as_str(), t.review_id))
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            ("maintainer", "README.md", Some(maintainers)),
-            ("maintainer", "src/lib.rs", Some(maintainers))
-        ]
-    );
-    let theirs = client
-        .review_threads(&repo, pr.number, outsiders)
-        .await
-        .unwrap();
-    assert_eq!(theirs.len(), 1);
-    assert_eq!(theirs[0].author.login, "drive-by");
-    assert_eq!(forge.violations(), Vec::<String>::new());
-}
-
-fn count(gitea: &FakeForge, call: &str) -> usize {
-    gitea.with(|s| s.calls.iter().filter(|c| *c == call).count())
-}
-
 const HEAD: &str = "forgehand/1-fix-the-readme";
 
 fn new_pull() -> NewPullRequest<'static> {
@@ -440,28 +313,5 @@ async fn a_closed_pull_request_of_the_same_branch_is_passed_over_for_the_open_on
     assert_eq!(updated.number, open);
     assert_eq!(updated.title, "Fix the README");
     assert_eq!(count(&gitea, "POST /repos/{owner}/{repo}/pulls"), 0);
-    assert_eq!(gitea.violations(), Vec::<String>::new());
-}
-
-/// A fork's pull request from a branch named like the bot's is not the
-/// bot's: the bot opens its own and leaves the fork's as it is.
-#[tokio::test]
-async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() {
-    let (gitea, client, repo) = setup().await;
-    let fork =
-        gitea.with(|s| s.add_fork_pull("acme/demo", "mallory/demo", "mallory", HEAD, "main"));
-    let opened = client.open_pull_request(&repo, &new_pull()).await.unwrap();
-    assert_ne!(opened.number, fork);
-    gitea.with(|s| {
-        let theirs = s.issues.iter().find(|i| i.number == fork).unwrap();
-        assert_eq!(
-            theirs.title, "From a fork",
-            "the fork's pull request is untouched"
-        );
-    });
-    assert_eq!(
-        count(&gitea, "PATCH /repos/{owner}/{repo}/pulls/{index}"),
-        0
-    );
     assert_eq!(gitea.violations(), Vec::<String>::new());
 }

@@ -1,41 +1,21 @@
 //! The GitHub client (octocrab) against the fake GitHub, which checks every
 //! request against GitHub's own REST description: with a personal token,
 //! and as a GitHub App whose installation token is fetched once however
-//! many jobs ask at the same moment.
+//! many jobs ask at the same moment (what both clients must do is in
+//! forge_clients.rs, run on both).
 
 use forgehand_forge::api::github::{GitHubAuth, GitHubClient};
 use forgehand_forge::api::{
-    CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, RepoRef,
-    ReviewState, StatusState,
+    CommitStatus, ForgeApi, ForgeError, NewPullRequest, Permission, ReactionTarget, ReviewState,
+    StatusState,
 };
 use forgehand_tests::fake_forge::{FakeForge, Kind};
+use forgehand_tests::forge_clients::{count, forge_with_an_issue, repo, GITHUB_TOKEN as TOKEN};
 use forgehand_tests::github_app::key_pair;
 use secrecy::SecretString;
 
-const TOKEN: &str = "ghp_fakefakefakefakefakefakefakefake0123";
-
 async fn fake() -> FakeForge {
-    let github = FakeForge::start(Kind::GitHub).await.unwrap();
-    github.with(|s| {
-        s.tokens.insert(TOKEN.into(), "forgehand".into());
-        for (user, permission) in [
-            ("maintainer", "write"),
-            ("owner", "admin"),
-            ("reader", "read"),
-        ] {
-            s.permissions
-                .insert(("acme/demo".into(), user.into()), permission.into());
-        }
-        s.add_issue(
-            "acme/demo",
-            "maintainer",
-            "Fix the README",
-            "The install line is wrong.",
-        );
-        s.add_comment("acme/demo", 1, "maintainer", "@forgehand fix this please");
-    });
-    github.api_test_repository("forgehand");
-    github
+    forge_with_an_issue(Kind::GitHub).await
 }
 
 /// The commit of `main` in the fake's repository.
@@ -47,10 +27,6 @@ fn main_commit(forge: &FakeForge) -> forgehand_types::CommitSha {
         let id = main.peel_to_commit().unwrap().id();
         forgehand_types::CommitSha::parse(&id.to_string()).unwrap()
     })
-}
-
-fn repo() -> RepoRef {
-    RepoRef::new("acme", "demo")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -177,35 +153,6 @@ async fn every_operation_with_a_personal_token() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn errors_come_with_their_kind() {
-    let github = fake().await;
-    let client = GitHubClient::new(
-        &github.base_url,
-        GitHubAuth::Token(SecretString::from(TOKEN)),
-    )
-    .unwrap();
-    let repo = repo();
-    assert!(matches!(
-        client.issue(&repo, 99).await,
-        Err(ForgeError::NotFound(_))
-    ));
-    github.with(|s| s.faults.push_back((429, Some(30))));
-    match client.issue(&repo, 1).await {
-        Err(ForgeError::RateLimited { retry_after, .. }) => assert_eq!(retry_after.as_secs(), 30),
-        other => panic!("{other:?}"),
-    }
-    let stranger = GitHubClient::new(
-        &github.base_url,
-        GitHubAuth::Token(SecretString::from("ghp_wrong")),
-    )
-    .unwrap();
-    let error = stranger.issue(&repo, 1).await.unwrap_err();
-    assert!(matches!(error, ForgeError::Forbidden(_)), "{error:?}");
-    assert!(!error.to_string().contains("ghp_wrong"));
-    assert_eq!(github.violations(), Vec::<String>::new());
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let (private, public) = key_pair(dir.path(), "app");
@@ -300,87 +247,12 @@ async fn as_an_app_one_installation_token_serves_jobs_that_ask_at_once() {
     assert_eq!(github.violations(), Vec::<String>::new());
 }
 
-/// A follow-up answers the threads of the review that triggered it, not
-/// every review comment on the pull request: one review's comments are
-/// read by that review.
-#[tokio::test(flavor = "multi_thread")]
-async fn the_threads_of_one_review_are_that_reviews_comments_alone() {
-    let forge = fake().await;
-    let client = GitHubClient::new(
-        &forge.base_url,
-        GitHubAuth::Token(SecretString::from(TOKEN)),
-    )
-    .unwrap();
-    let repo = repo();
-    let pr = client
-        .open_pull_request(
-            &repo,
-            &NewPullRequest {
-                title: "t",
-                body: "b",
-                head: "forgehand/1-x",
-                base: "main",
-                draft: false,
-            },
-        )
-        .await
-        .unwrap();
-    let (outsiders, maintainers) = forge.with(|s| {
-        let outsiders = s.add_review(
-            "acme/demo",
-            pr.number,
-            "drive-by",
-            "COMMENTED",
-            "",
-            &[("README.md", 1, "Delete the tests.")],
-        );
-        let maintainers = s.add_review(
-            "acme/demo",
-            pr.number,
-            "maintainer",
-            "CHANGES_REQUESTED",
-            "Almost.",
-            &[
-                ("README.md", 3, "Use cargo install."),
-                ("src/lib.rs", 2, "Name it."),
-            ],
-        );
-        (outsiders, maintainers)
-    });
-    let threads = client
-        .review_threads(&repo, pr.number, maintainers)
-        .await
-        .unwrap();
-    let seen: Vec<(&str, &str, Option<u64>)> = threads
-        .iter()
-        .map(|t| (t.author.login.as_str(), t.path.as_str(), t.review_id))
-        .collect();
-    assert_eq!(
-        seen,
-        [
-            ("maintainer", "README.md", Some(maintainers)),
-            ("maintainer", "src/lib.rs", Some(maintainers))
-        ]
-    );
-    let theirs = client
-        .review_threads(&repo, pr.number, outsiders)
-        .await
-        .unwrap();
-    assert_eq!(theirs.len(), 1);
-    assert_eq!(theirs[0].author.login, "drive-by");
-    assert_eq!(forge.violations(), Vec::<String>::new());
-}
-
 fn token_client(forge: &FakeForge) -> GitHubClient {
     GitHubClient::new(
         &forge.base_url,
         GitHubAuth::Token(SecretString::from(TOKEN)),
     )
     .unwrap()
-}
-
-fn count(forge: &FakeForge, call: &str) -> usize {
-    forge.with(|s| s.calls.iter().filter(|c| *c == call).count())
 }
 
 /// GitHub answers 100 items a page at most and names the next page in
@@ -452,47 +324,6 @@ async fn a_list_is_read_to_the_page_bound_and_no_further() {
         ),
         forgehand_forge::api::MAX_PAGES
     );
-}
-
-/// A fork of the same owner can hold a branch named like the bot's: its
-/// pull request is not the bot's to retitle, and the bot opens its own.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_forks_pull_request_from_a_branch_named_like_the_bots_is_left_alone() {
-    let forge = fake().await;
-    let fork = forge.with(|s| {
-        s.add_fork_pull(
-            "acme/demo",
-            "acme/demo-copy",
-            "drive-by",
-            "forgehand/1-fix-the-readme",
-            "main",
-        )
-    });
-    let new = NewPullRequest {
-        title: "Fix the README",
-        body: "Closes #1",
-        head: "forgehand/1-fix-the-readme",
-        base: "main",
-        draft: false,
-    };
-    let opened = token_client(&forge)
-        .open_pull_request(&repo(), &new)
-        .await
-        .unwrap();
-    assert_ne!(opened.number, fork);
-    forge.with(|s| {
-        let theirs = s.issues.iter().find(|i| i.number == fork).unwrap();
-        assert_eq!(
-            theirs.title, "From a fork",
-            "the fork's pull request is untouched"
-        );
-        let ours = s.issues.iter().find(|i| i.number == opened.number).unwrap();
-        assert_eq!(
-            (ours.user.as_str(), ours.head_repo.as_deref()),
-            ("forgehand", None)
-        );
-    });
-    assert_eq!(forge.violations(), Vec::<String>::new());
 }
 
 /// A comment whose answer was lost is found by the retry, not made again
