@@ -371,7 +371,7 @@ fn cleared(name: &str, content: &str) -> String {
 }
 
 #[cfg(test)]
-mod clip_tests {
+mod tests {
     use super::*;
 
     fn tool(n: usize, size: usize) -> Message {
