@@ -2,6 +2,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use forgehand_bot::cli::eval::{self, EvalArgs, PatchMode};
 use forgehand_bot::cli::run::{self, RunArgs};
 use forgehand_bot::cli::{doctor, sandbox_exec, setup, SandboxExecArgs};
 use forgehand_bot::config::{Config, ConfigFile};
@@ -96,6 +97,48 @@ enum Command {
         /// Print one JSON object instead of the diff and a summary.
         #[arg(long)]
         json: bool,
+    },
+    /// Measure the agent on instances in SWE-bench's format: each is run as
+    /// a job (no push), then the row's tests are run over what it
+    /// committed with the row's test patch. Writes DIR/results.jsonl and
+    /// DIR/summary.json; run again with the same --out to go on.
+    Eval {
+        /// The instances, one JSON object per line (docs/eval.md).
+        #[arg(long)]
+        dataset: PathBuf,
+        /// Where the results go (and a stopped evaluation's are read).
+        #[arg(long)]
+        out: PathBuf,
+        /// Score the row's gold patch, or nothing, instead of running the
+        /// agent: the controls that prove a dataset.
+        #[arg(long)]
+        patch: Option<PatchMode>,
+        /// Runs of each instance.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Instance-runs at once.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Start no further run once this much is spent (runs under way
+        /// finish).
+        #[arg(long)]
+        max_dollars: Option<f64>,
+        /// Where OWNER/NAME repositories are looked for (as OWNER/NAME or
+        /// OWNER__NAME) before they are cloned from GitHub.
+        #[arg(long)]
+        repos: Option<PathBuf>,
+        /// openai or anthropic (default: model.provider).
+        #[arg(long)]
+        provider: Option<Provider>,
+        /// The model server (default: model.base_url).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The model's name (default: model.name).
+        #[arg(long)]
+        model: Option<String>,
+        /// auto, microvm or namespace (default: sandbox.backend).
+        #[arg(long)]
+        backend: Option<BackendChoice>,
     },
 }
 
@@ -329,6 +372,46 @@ fn main() -> ExitCode {
                 let _ = run::print_human(&report, &mut std::io::stdout());
             }
             ExitCode::from(report.status.exit_code(allow_failing_tests))
+        }
+        Command::Eval {
+            dataset,
+            out,
+            patch,
+            runs,
+            jobs,
+            max_dollars,
+            repos,
+            provider,
+            base_url,
+            model,
+            backend,
+        } => {
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            let args = EvalArgs {
+                dataset,
+                out,
+                patch,
+                runs,
+                jobs,
+                max_dollars,
+                repos,
+                provider,
+                base_url,
+                model,
+                backend,
+            };
+            let mut stdout = std::io::stdout();
+            match runtime.block_on(eval::eval(&config, args, &mut stdout)) {
+                Ok(eval::Ended::Complete(_)) => ExitCode::SUCCESS,
+                Ok(eval::Ended::Stopped(_)) => ExitCode::from(3),
+                Err(error) => {
+                    eprintln!("forgehand: {}", run::said(&error));
+                    let bad_input = error
+                        .chain()
+                        .any(|c| c.downcast_ref::<eval::dataset::DatasetError>().is_some());
+                    ExitCode::from(if bad_input { 2 } else { 1 })
+                }
+            }
         }
         Command::Setup(command) => {
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");

@@ -1,6 +1,7 @@
 //! Shared pieces of the end-to-end suite.
 
 pub mod api_spec;
+pub mod eval_dataset;
 pub mod fake_forge;
 pub mod forge_clients;
 pub mod git_http;

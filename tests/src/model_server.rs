@@ -147,6 +147,31 @@ struct Script {
     script_reviews: bool,
     /// The last `finish` played, to play again at a review.
     last_finish: Option<Step>,
+    /// Scripts chosen by the conversation's task (see
+    /// [`ModelServer::routed`]).
+    routes: Vec<(String, Vec<Step>)>,
+}
+
+/// The step of the routed script whose text is in the conversation's
+/// first user message: the one at the conversation's turn (how many
+/// answers it holds), the script's last once past its end (a review or
+/// another round after failing tests is answered by finishing again).
+fn routed_step(routes: &[(String, Vec<Step>)], body: &Value) -> Option<Step> {
+    let messages = body["messages"].as_array()?;
+    let task = match &messages.iter().find(|m| m["role"] == "user")?["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    let (_, steps) = routes
+        .iter()
+        .find(|(needle, _)| task.contains(needle.as_str()))?;
+    let turn = messages.iter().filter(|m| m["role"] == "assistant").count();
+    steps.get(turn).or(steps.last()).cloned()
 }
 
 pub struct ModelServer {
@@ -172,6 +197,19 @@ impl ModelServer {
             script,
             _server: server,
         })
+    }
+
+    /// A server with a script per task, for conversations that run at
+    /// once or in any order (`forgehand eval --jobs`): a request plays
+    /// the script whose `needle` its first user message holds, at the
+    /// conversation's own turn, so the same task can be run again.
+    pub async fn routed(routes: Vec<(&str, Vec<Step>)>) -> anyhow::Result<ModelServer> {
+        let server = ModelServer::start(Vec::new()).await?;
+        server.script.lock().unwrap().routes = routes
+            .into_iter()
+            .map(|(needle, steps)| (needle.to_owned(), steps))
+            .collect();
+        Ok(server)
     }
 
     /// The review turn is the script's to answer, like any other turn
@@ -252,6 +290,8 @@ async fn serve(dialect: &'static str, script: Shared, headers: HeaderMap, body: 
         });
         let step = if problem.is_some() {
             None
+        } else if !s.routes.is_empty() {
+            routed_step(&s.routes, &body)
         } else if !s.script_reviews && is_review(&body) && s.last_finish.is_some() {
             s.last_finish.clone()
         } else {

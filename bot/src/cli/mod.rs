@@ -3,6 +3,7 @@
 mod doctor;
 mod doctor_forge;
 pub mod env;
+pub mod eval;
 pub mod gate;
 pub mod run;
 mod sandbox_exec;

@@ -57,7 +57,8 @@ pub async fn run(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
     }
 }
 
-async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
+/// The configured model with the run's flags over it.
+pub(crate) fn model_config(config: &Config, args: &RunArgs) -> crate::config::ModelConfig {
     let mut model_config = config.model.clone();
     if let Some(provider) = args.provider {
         model_config.provider = provider;
@@ -69,6 +70,13 @@ async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport>
     if let Some(name) = &args.model {
         model_config.name = name.clone();
     }
+    model_config
+}
+
+/// A run without the interruption `run` races it against (the caller
+/// has its own: `forgehand eval`).
+pub(crate) async fn run_to_end(config: &Config, args: RunArgs) -> anyhow::Result<RunReport> {
+    let model_config = model_config(config, &args);
     // The checked-out branch's commit is the base, never what the
     // working tree holds besides (refused, or taken in when asked).
     let Base {

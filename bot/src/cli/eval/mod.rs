@@ -1,0 +1,534 @@
+//! `forgehand eval --dataset FILE.jsonl --out DIR`: the agent measured on
+//! instances in SWE-bench's format. Each instance's run is a
+//! `forgehand run` on a clone of the instance at its base commit (the one
+//! job core: the same sandbox, environment, agent and gate as a forge
+//! job; nothing pushed), then the tests that show the fix, over what the
+//! run committed with the row's test patch on top, in a fresh sandbox.
+//! `--patch gold` scores the row's own fix and `--patch empty` nothing:
+//! the controls that prove a dataset before a model is paid.
+//!
+//! Each instance-run's line is in `DIR/results.jsonl` before the next
+//! starts, so an evaluation killed half-way goes on from there when run
+//! again with the same `--out`.
+
+pub mod dataset;
+pub mod instance;
+pub mod results;
+mod score;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use forgehand_model::Provider;
+use forgehand_sandbox::BackendChoice;
+use forgehand_types::reason::Reason;
+
+use crate::cli::run::{self, RunArgs};
+use crate::config::Config;
+use crate::sandboxes;
+use dataset::Row;
+use results::{InstanceRun, ResultsFile, Summary, Unresolved};
+
+/// What is scored instead of the agent's work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum PatchMode {
+    /// The row's `patch`: every instance should be resolved.
+    Gold,
+    /// Nothing: no instance should be.
+    Empty,
+}
+
+#[derive(Debug, Clone)]
+pub struct EvalArgs {
+    pub dataset: PathBuf,
+    pub out: PathBuf,
+    pub patch: Option<PatchMode>,
+    pub runs: u32,
+    pub jobs: usize,
+    pub max_dollars: Option<f64>,
+    /// Where `owner/name` repositories are looked for first.
+    pub repos: Option<PathBuf>,
+    pub provider: Option<Provider>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub backend: Option<BackendChoice>,
+}
+
+/// How an evaluation ended.
+pub enum Ended {
+    /// Every instance-run is done.
+    Complete(Summary),
+    /// `--max-dollars` was reached first.
+    Stopped(Summary),
+}
+
+/// What `DIR/eval.json` records, so that a resumed evaluation is the
+/// same one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Setup {
+    dataset_sha256: String,
+    /// `agent`, `gold` or `empty`.
+    scores: String,
+    model: Option<String>,
+}
+
+pub async fn eval(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyhow::Result<Ended> {
+    tokio::select! {
+        ended = evaluate(config, args, out) => ended,
+        _ = super::interrupted() => anyhow::bail!(
+            "interrupted: the finished instance-runs are in results.jsonl; run the same command again to go on"
+        ),
+    }
+}
+
+async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyhow::Result<Ended> {
+    let rows = dataset::read(&args.dataset)?;
+    if args.runs == 0 || args.jobs == 0 {
+        anyhow::bail!("--runs and --jobs must be at least 1");
+    }
+    let run_args = |repo: PathBuf, task: String| RunArgs {
+        repo,
+        task,
+        provider: args.provider,
+        base_url: args.base_url.clone(),
+        model: args.model.clone(),
+        backend: args.backend,
+        allow_sensitive: false,
+        allow_destructive: false,
+        include_uncommitted: false,
+    };
+    let model = run::model_config(config, &run_args(PathBuf::new(), String::new()));
+    if let (Some(max), None) = (args.max_dollars, args.patch) {
+        if model.price().is_none() {
+            anyhow::bail!(
+                "--max-dollars {max}: the model `{}` has no price (model.prices.{}), so its spend cannot be counted",
+                model.name,
+                model.name
+            );
+        }
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("making --out {}", args.out.display()))?;
+    let dir = args.out.canonicalize()?;
+    check_setup(
+        &dir,
+        Setup {
+            dataset_sha256: format!("{:x}", sha2::Sha256::digest(std::fs::read(&args.dataset)?)),
+            scores: match args.patch {
+                None => "agent".into(),
+                Some(PatchMode::Gold) => "gold".into(),
+                Some(PatchMode::Empty) => "empty".into(),
+            },
+            model: args.patch.is_none().then(|| model.name.clone()),
+        },
+    )?;
+    let known: HashSet<&str> = rows.iter().map(|r| r.instance_id.as_str()).collect();
+    let (file, done) = ResultsFile::open(&dir, &known)?;
+    let dataset_dir = args
+        .dataset
+        .canonicalize()?
+        .parent()
+        .map(Path::to_owned)
+        .unwrap_or_default();
+    // Remote histories are cloned once, one at a time, before any run.
+    let mut histories = BTreeMap::new();
+    for row in &rows {
+        let source = instance::Source::of(&row.repo, &dataset_dir, args.repos.as_deref());
+        let path = tokio::task::block_in_place(|| instance::history(&source, &dir.join("mirrors")))
+            .with_context(|| format!("{}: repo {}", row.instance_id, row.repo))?;
+        histories.insert(row.instance_id.clone(), path);
+    }
+    if let forgehand_sandbox::Readiness::Unusable(why) =
+        sandboxes::rootfs_status(&config.sandbox.rootfs)
+    {
+        anyhow::bail!("{why}");
+    }
+    forgehand_jobcore::jobdir::sweep(&config.git.work_dir, false);
+    sweep_clones(&dir.join("work"));
+    let chosen = sandboxes::choose(&config.sandbox, args.backend).await?;
+    if let Some(warning) = &chosen.warning {
+        eprintln!("forgehand: {warning}");
+    }
+    let backend = &*chosen.backend;
+
+    let finished: HashSet<(String, u32)> = done
+        .iter()
+        .map(|r| (r.instance_id.clone(), r.run))
+        .collect();
+    let pending: Vec<(&Row, u32)> = rows
+        .iter()
+        .flat_map(|row| (1..=args.runs).map(move |run| (row, run)))
+        .filter(|(row, run)| !finished.contains(&(row.instance_id.clone(), *run)))
+        .collect();
+    let total = rows.len() * args.runs as usize;
+    let spent = done.iter().filter_map(|r| r.cost_usd).sum::<f64>();
+    let state = Arc::new(Mutex::new(Progress {
+        file,
+        results: done,
+        spent,
+        stopped: false,
+        lines: Vec::new(),
+    }));
+    if !state.lock().unwrap().results.is_empty() {
+        writeln!(
+            out,
+            "resuming: {} of {total} instance-runs done",
+            state.lock().unwrap().results.len()
+        )?;
+    }
+    let context = Shared {
+        config,
+        dir: &dir,
+        patch: args.patch,
+        backend,
+        histories: &histories,
+    };
+    let mut runs = futures::stream::iter(pending)
+        .map(|(row, run)| {
+            let state = Arc::clone(&state);
+            let context = &context;
+            let run_args = &run_args;
+            async move {
+                if let Some(max) = args.max_dollars {
+                    let mut state = state.lock().unwrap();
+                    if state.spent >= max {
+                        state.stopped = true;
+                        return Ok(());
+                    }
+                }
+                let result = context
+                    .instance_run(row, run, |repo| {
+                        run_args(repo.to_owned(), row.problem_statement.clone())
+                    })
+                    .await?;
+                let mut state = state.lock().unwrap();
+                state.file.append(&result)?;
+                state.spent += result.cost_usd.unwrap_or(0.0);
+                let n = state.results.len() + 1;
+                state.lines.push(line(n, total, &result));
+                state.results.push(result);
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(args.jobs);
+    while let Some(done) = runs.next().await {
+        done?;
+        for text in std::mem::take(&mut state.lock().unwrap().lines) {
+            writeln!(out, "{text}")?;
+            out.flush()?;
+        }
+    }
+    drop(runs);
+    let state = state.lock().unwrap();
+    let mut summary = Summary::of(rows.len(), args.runs, &state.results);
+    let stopped = state.stopped && summary.done < total;
+    if stopped {
+        summary.stopped = Some(format!(
+            "--max-dollars {}: ${:.4} spent",
+            args.max_dollars.unwrap_or_default(),
+            state.spent
+        ));
+    }
+    write_summary(&dir, &summary)?;
+    table(&rows, &state.results, &summary, out)?;
+    Ok(if stopped {
+        Ended::Stopped(summary)
+    } else {
+        Ended::Complete(summary)
+    })
+}
+
+/// What a killed evaluation left in `work`: clones named for a process
+/// that is gone. Best effort: what cannot be removed now is left for the
+/// next time (a new clone never reuses a name).
+fn sweep_clones(work: &Path) {
+    let Ok(entries) = std::fs::read_dir(work) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .rsplit_once('.')
+            .and_then(|(_, pid)| pid.parse::<i32>().ok());
+        // SAFETY: kill with signal 0 only asks whether the process exists.
+        let alive = pid.is_some_and(|pid| unsafe { libc::kill(pid, 0) } == 0);
+        if !alive {
+            if let Err(error) = std::fs::remove_dir_all(entry.path()) {
+                eprintln!(
+                    "forgehand: a stopped evaluation's clone {} stays: {error}",
+                    entry.path().display()
+                );
+            }
+        }
+    }
+}
+
+struct Progress {
+    file: ResultsFile,
+    results: Vec<InstanceRun>,
+    spent: f64,
+    /// A run was not started for `--max-dollars`.
+    stopped: bool,
+    /// What to print as runs end.
+    lines: Vec<String>,
+}
+
+/// Refuses to add to `dir` the results of another dataset, scoring or
+/// model.
+fn check_setup(dir: &Path, setup: Setup) -> anyhow::Result<()> {
+    let path = dir.join("eval.json");
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let earlier: Setup = serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} does not parse", path.display()))?;
+            if earlier != setup {
+                anyhow::bail!(
+                    "{} holds another evaluation ({} of dataset {}…, model {}); this one is {} of {}…, model {}: use another --out",
+                    dir.display(),
+                    earlier.scores,
+                    &earlier.dataset_sha256[..12.min(earlier.dataset_sha256.len())],
+                    earlier.model.as_deref().unwrap_or("none"),
+                    setup.scores,
+                    &setup.dataset_sha256[..12],
+                    setup.model.as_deref().unwrap_or("none"),
+                );
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::write(&path, serde_json::to_vec_pretty(&setup)?)?;
+            Ok(())
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn write_summary(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
+    let partial = dir.join("summary.json.partial");
+    std::fs::write(&partial, serde_json::to_vec_pretty(summary)?)?;
+    std::fs::rename(&partial, dir.join("summary.json"))?;
+    Ok(())
+}
+
+/// What every instance-run shares.
+struct Shared<'a> {
+    config: &'a Config,
+    dir: &'a Path,
+    patch: Option<PatchMode>,
+    backend: &'a dyn forgehand_sandbox::Backend,
+    histories: &'a BTreeMap<String, PathBuf>,
+}
+
+impl Shared<'_> {
+    async fn instance_run(
+        &self,
+        row: &Row,
+        run: u32,
+        run_args: impl Fn(&Path) -> RunArgs,
+    ) -> anyhow::Result<InstanceRun> {
+        let started = Instant::now();
+        let name = format!("{}-run{run}", file_name(&row.instance_id));
+        // Named for this process: a killed evaluation's are swept.
+        let clone_dir = self
+            .dir
+            .join("work")
+            .join(format!("{name}.{}", std::process::id()));
+        let history = &self.histories[&row.instance_id];
+        let agent = self.patch.is_none();
+        let clone =
+            tokio::task::block_in_place(|| instance::clone(row, history, &clone_dir, agent))?;
+        let mut result = InstanceRun {
+            instance_id: row.instance_id.clone(),
+            run,
+            resolved: false,
+            reason: None,
+            message: None,
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            cost_usd: Some(0.0),
+            turns: 0,
+            wall_secs: 0.0,
+            transcript: None,
+            test_log: None,
+        };
+        let candidate = match self.patch {
+            Some(PatchMode::Empty) => Ok(clone.start),
+            Some(PatchMode::Gold) => {
+                let repo = git2::Repository::open(&clone.path)?;
+                instance::gold(&repo, clone.start, &row.patch)
+            }
+            None => {
+                let report = match run::run_to_end(self.config, run_args(&clone.path)).await {
+                    Ok(report) => report,
+                    Err(error) => run::RunReport::from_error(&error),
+                };
+                result.input_tokens = report.usage.input_tokens;
+                result.output_tokens = report.usage.output_tokens;
+                result.cache_read_tokens = report.usage.cache_read_tokens;
+                result.cache_write_tokens = report.usage.cache_write_tokens;
+                result.cost_usd = report.cost_usd;
+                result.turns = report.turns;
+                result.transcript = report.transcript.clone();
+                result.message = report.message.clone();
+                match (&report.held, &report.commit) {
+                    (None, Some(commit)) => Ok(git2::Oid::from_str(commit)?),
+                    _ => Err(Unresolved::Run(report.reason.unwrap_or(Reason::NoChanges))),
+                }
+            }
+        };
+        let scored = match candidate {
+            Ok(candidate) => {
+                let repo = git2::Repository::open(&clone.path)?;
+                instance::scored(&repo, clone.base, candidate, &row.test_patch)?
+            }
+            Err(reason) => Err(reason),
+        };
+        match scored {
+            Err(reason) => result.reason = Some(reason),
+            Ok(commit) => {
+                let tested = score::tests(
+                    self.config,
+                    self.backend,
+                    &clone.path,
+                    commit,
+                    &format!("eval-{name}"),
+                    &row.test_command(),
+                )
+                .await?;
+                match tested {
+                    Ok(tested) => {
+                        let logs = self.dir.join("logs");
+                        std::fs::create_dir_all(&logs)?;
+                        let log = logs.join(format!("{name}.log"));
+                        std::fs::write(&log, &tested.log)?;
+                        result.test_log = Some(log);
+                        result.resolved = tested.passed;
+                        if !tested.passed {
+                            result.reason = Some(Unresolved::TestsFailed);
+                            result.message = Some(tested.said);
+                        }
+                    }
+                    Err((reason, message)) => {
+                        result.reason = Some(reason);
+                        result.message = Some(message);
+                    }
+                }
+            }
+        }
+        if result.resolved {
+            result.message = None;
+        }
+        result.wall_secs = started.elapsed().as_secs_f64();
+        if let Err(error) = tokio::task::block_in_place(|| std::fs::remove_dir_all(&clone.path)) {
+            eprintln!(
+                "forgehand: removing {} (swept next time): {error}",
+                clone.path.display()
+            );
+        }
+        Ok(result)
+    }
+}
+
+/// An instance id as a file name.
+fn file_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn dollars(cost: Option<f64>) -> String {
+    cost.map_or("unpriced".into(), |c| format!("${c:.4}"))
+}
+
+/// The line printed as an instance-run ends.
+fn line(n: usize, total: usize, result: &InstanceRun) -> String {
+    let verdict = match result.reason {
+        None => "resolved".to_owned(),
+        Some(reason) => format!("not resolved ({reason})"),
+    };
+    format!(
+        "[{n}/{total}] {} run {}: {verdict} · {} turns · {} · {:.1}s",
+        result.instance_id,
+        result.run,
+        result.turns,
+        dollars(result.cost_usd),
+        result.wall_secs
+    )
+}
+
+/// Each instance's resolved runs, then the totals.
+fn table(
+    rows: &[Row],
+    results: &[InstanceRun],
+    summary: &Summary,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let width = rows
+        .iter()
+        .map(|r| r.instance_id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("instance".len());
+    writeln!(out, "\n{:<width$}  resolved  runs  cost", "instance")?;
+    for row in rows {
+        let mine: Vec<&InstanceRun> = results
+            .iter()
+            .filter(|r| r.instance_id == row.instance_id)
+            .collect();
+        let resolved = mine.iter().filter(|r| r.resolved).count();
+        let cost = mine
+            .iter()
+            .try_fold(0.0, |sum, r| r.cost_usd.map(|c| sum + c));
+        writeln!(
+            out,
+            "{:<width$}  {resolved:>8}  {:>4}  {}",
+            row.instance_id,
+            mine.len(),
+            dollars(cost)
+        )?;
+    }
+    let [lo, hi] = summary.interval;
+    writeln!(
+        out,
+        "\nresolved {} of {} ({:.1}%, 95% interval {:.1}%–{:.1}%) · {} · {} tokens in ({} read from the cache, {} written to it) · {} out",
+        summary.resolved,
+        summary.done,
+        summary.resolved_rate * 100.0,
+        lo * 100.0,
+        hi * 100.0,
+        dollars(summary.cost_usd),
+        summary.input_tokens,
+        summary.cache_read_tokens,
+        summary.cache_write_tokens,
+        summary.output_tokens
+    )?;
+    for (reason, count) in &summary.reasons {
+        writeln!(out, "  not resolved, {reason}: {count}")?;
+    }
+    if let Some(stopped) = &summary.stopped {
+        writeln!(
+            out,
+            "stopped at {stopped}: {} of {} instance-runs done; run again with a higher --max-dollars to go on",
+            summary.done,
+            summary.instances * summary.runs as usize
+        )?;
+    }
+    Ok(())
+}
