@@ -346,3 +346,135 @@ async fn bad_input_is_refused_before_any_run() {
     );
     assert!(server.requests().is_empty());
 }
+
+/// One small instance of our own (a shell-free Python project whose
+/// tests run with the guest's `python3 -m unittest`, no environment):
+/// for what does not need a real project.
+fn small_dataset(dir: &Path) -> PathBuf {
+    let repo = dir.join("calc");
+    forgehand_tests::local_run::repository(
+        &repo,
+        &[
+            ("calc.py", "def add(a, b):\n    return a - b\n".into()),
+            (
+                "test_calc.py",
+                "import unittest\nimport calc\n\nclass T(unittest.TestCase):\n    def test_zero(self):\n        self.assertEqual(calc.add(0, 0), 0)\n".into(),
+            ),
+        ],
+    );
+    let base = git2::Repository::open(&repo)
+        .unwrap()
+        .head()
+        .unwrap()
+        .target()
+        .unwrap();
+    let row = json!({
+        "instance_id": "calc-1",
+        "repo": "calc",
+        "base_commit": base.to_string(),
+        "problem_statement": "calc.add(2, 2) is 0, not 4",
+        "patch": "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n",
+        "test_patch": "diff --git a/test_add.py b/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/test_add.py\n@@ -0,0 +1,5 @@\n+import unittest\n+import calc\n+\n+class R(unittest.TestCase):\n+    def test_add(self): self.assertEqual(calc.add(2, 2), 4)\n",
+        "FAIL_TO_PASS": ["test_add.R.test_add"],
+        "PASS_TO_PASS": ["test_calc.T.test_zero"],
+        "test_command": "python3 -m unittest {tests}",
+    });
+    let dataset = dir.join("small.jsonl");
+    std::fs::write(&dataset, format!("{row}\n")).unwrap();
+    dataset
+}
+
+/// A model that cannot be reached measures the model's API, not the
+/// agent: the run is not recorded, the evaluation says so and exits 1,
+/// and the same command does it again once the model answers.
+/// (Red-team round 1: an outage was scored `model_error` for good.) Also:
+/// one evaluation at a time in a directory, and a spending limit that is
+/// a number.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_outage_is_not_scored_and_the_run_is_done_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("etc/forgehand.toml");
+    let home = dir.path().join("home");
+    quick_start_config(&config, &dir.path().join("var/lib/forgehand"), &home);
+    let eval = Eval {
+        dir: dir.path().to_owned(),
+        dataset: small_dataset(dir.path()),
+        config,
+        home,
+    };
+    let down = ModelServer::routed(vec![("no such task", vec![])])
+        .await
+        .unwrap();
+    let out = tokio::task::block_in_place(|| {
+        eval.command("out", &[], Some(&down))
+            .env("FORGEHAND_MODEL__MAX_RETRIES", "1")
+            .env("FORGEHAND_MODEL__RETRY_BASE_MS", "50")
+            .output()
+            .unwrap()
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("calc-1 run 1: not recorded, to be run again: model_error"),
+        "{}",
+        said(&out)
+    );
+    assert!(eval.results("out").is_empty());
+
+    let up = ModelServer::routed(vec![(
+        "calc.add(2, 2)",
+        vec![
+            Step::call(
+                "edit_file",
+                json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+            ),
+            Step::finish("add adds.", "Fix add"),
+        ],
+    )])
+    .await
+    .unwrap();
+    let out = eval.run("out", &[], Some(&up));
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(eval.summary("out")["resolved"], 1, "{}", said(&out));
+
+    for bad in ["nan", "inf", "-1", "0"] {
+        let out = eval.run("other", &[&format!("--max-dollars={bad}")], Some(&up));
+        assert_eq!(out.status.code(), Some(1), "{bad}: {}", said(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("must be a number of dollars above 0"),
+            "{}",
+            said(&out)
+        );
+    }
+
+    // A second evaluation in a directory one is writing to is refused
+    // (the first waits on its model meanwhile).
+    let slow = ModelServer::routed(vec![(
+        "calc.add(2, 2)",
+        vec![Step::Slow {
+            delay: std::time::Duration::from_secs(5),
+            then: Box::new(Step::finish("Nothing.", "Nothing")),
+        }],
+    )])
+    .await
+    .unwrap();
+    let mut first = eval
+        .command("busy", &[], Some(&slow))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let setup = dir.path().join("busy/eval.json");
+    while !setup.exists() {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let second = eval.run("busy", &[], Some(&slow));
+    assert!(first.try_wait().unwrap().is_none(), "the first ended first");
+    assert_eq!(second.status.code(), Some(1), "{}", said(&second));
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("another forgehand eval is writing to"),
+        "{}",
+        said(&second)
+    );
+    first.wait().unwrap();
+}

@@ -231,17 +231,22 @@ fn apply(repo: &Repository, tree: &git2::Tree<'_>, patch: &str) -> Result<Oid, g
     index.write_tree_to(repo)
 }
 
+/// Why a patch was not applied, said.
+pub type NotApplied = (Unresolved, String);
+
 /// The start commit with the row's gold patch.
-pub fn gold(repo: &Repository, start: Oid, patch: &str) -> Result<Oid, Unresolved> {
-    let commit = repo
-        .find_commit(start)
-        .map_err(|_| Unresolved::PatchDoesNotApply)?;
-    let tree = commit.tree().map_err(|_| Unresolved::PatchDoesNotApply)?;
-    let tree = apply(repo, &tree, patch).map_err(|_| Unresolved::PatchDoesNotApply)?;
-    let tree = repo
-        .find_tree(tree)
-        .map_err(|_| Unresolved::PatchDoesNotApply)?;
-    let sig = signature().map_err(|_| Unresolved::PatchDoesNotApply)?;
+pub fn gold(repo: &Repository, start: Oid, patch: &str) -> Result<Oid, NotApplied> {
+    let said = |e: git2::Error| {
+        (
+            Unresolved::PatchDoesNotApply,
+            format!("the gold patch: {}", e.message()),
+        )
+    };
+    let commit = repo.find_commit(start).map_err(said)?;
+    let tree = commit.tree().map_err(said)?;
+    let tree = apply(repo, &tree, patch).map_err(said)?;
+    let tree = repo.find_tree(tree).map_err(said)?;
+    let sig = signature().map_err(said)?;
     repo.commit(
         None,
         &sig,
@@ -250,23 +255,47 @@ pub fn gold(repo: &Repository, start: Oid, patch: &str) -> Result<Oid, Unresolve
         &tree,
         &[&commit],
     )
-    .map_err(|_| Unresolved::PatchDoesNotApply)
+    .map_err(said)
+}
+
+/// A tree entry's mode, as the tree update takes it.
+fn mode(entry: &git2::TreeEntry<'_>) -> git2::FileMode {
+    match entry.filemode() {
+        0o100755 => git2::FileMode::BlobExecutable,
+        0o120000 => git2::FileMode::Link,
+        0o040000 => git2::FileMode::Tree,
+        _ => git2::FileMode::Blob,
+    }
 }
 
 /// What is scored: `candidate`'s tree with every file the test patch
 /// touches put back as `base` has it, then the test patch applied; a
 /// commit on `candidate`, at a ref of its own so that copies of the
 /// repository carry it.
+///
+/// Put back means whatever the candidate has at such a path (a file, a
+/// directory, nothing) and in its way (a file where the base has a
+/// directory above it) gives way to the base's; and a package the
+/// candidate added beside a test module (`tests/test_x/` beside
+/// `tests/test_x.py`, which Python imports first) goes too, or the put
+/// back file would never run.
 pub fn scored(
     repo: &Repository,
     base: Oid,
     candidate: Oid,
     test_patch: &str,
-) -> anyhow::Result<Result<Oid, Unresolved>> {
+) -> anyhow::Result<Result<Oid, NotApplied>> {
     let base_tree = repo.find_commit(base)?.tree()?;
     let candidate = repo.find_commit(candidate)?;
-    let Ok(diff) = git2::Diff::from_buffer(test_patch.as_bytes()) else {
-        return Ok(Err(Unresolved::TestPatchDoesNotApply));
+    let said = |e: git2::Error| {
+        (
+            Unresolved::TestPatchDoesNotApply,
+            format!("the test patch: {}", e.message()),
+        )
+    };
+    let diff = match git2::Diff::from_buffer(test_patch.as_bytes()) {
+        Ok(diff) => diff,
+        Err(e) => return Ok(Err(said(e))),
     };
     let paths: std::collections::BTreeSet<PathBuf> = diff
         .deltas()
@@ -275,30 +304,52 @@ pub fn scored(
         .map(Path::to_owned)
         .collect();
     let candidate_tree = candidate.tree()?;
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    {
-        for path in &paths {
-            match base_tree.get_path(path) {
-                Ok(entry) => {
-                    let mode = if entry.filemode() == 0o100755 {
-                        git2::FileMode::BlobExecutable
-                    } else if entry.filemode() == 0o120000 {
-                        git2::FileMode::Link
-                    } else {
-                        git2::FileMode::Blob
-                    };
-                    update.upsert(path, entry.id(), mode)
-                }
-                Err(_) if candidate_tree.get_path(path).is_ok() => update.remove(path),
-                Err(_) => &mut update,
-            };
+    let in_base = |p: &Path| base_tree.get_path(p).is_ok();
+    let in_candidate = |p: &Path| candidate_tree.get_path(p).is_ok();
+    // First what the candidate has there or in the way goes; then the
+    // base's files come back (one update cannot do both to one path).
+    let mut gone = std::collections::BTreeSet::new();
+    for path in &paths {
+        if in_candidate(path) {
+            gone.insert(path.clone());
+        }
+        if path.extension().is_some_and(|e| e == "py") {
+            let package = path.with_extension("");
+            if in_candidate(&package) && !in_base(&package) {
+                gone.insert(package);
+            }
+        }
+        for ancestor in path.ancestors().skip(1) {
+            let blob_in_the_way = candidate_tree
+                .get_path(ancestor)
+                .is_ok_and(|e| e.kind() != Some(git2::ObjectType::Tree));
+            if !ancestor.as_os_str().is_empty() && blob_in_the_way {
+                gone.insert(ancestor.to_owned());
+            }
         }
     }
-    let reset = repo.find_tree(update.create_updated(repo, &candidate_tree)?)?;
-    let Ok(tree) = apply(repo, &reset, test_patch) else {
-        return Ok(Err(Unresolved::TestPatchDoesNotApply));
+    let cleared = (|| {
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for path in &gone {
+            update.remove(path);
+        }
+        let cleared = repo.find_tree(update.create_updated(repo, &candidate_tree)?)?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for path in &paths {
+            if let Ok(entry) = base_tree.get_path(path) {
+                update.upsert(path, entry.id(), mode(&entry));
+            }
+        }
+        repo.find_tree(update.create_updated(repo, &cleared)?)
+    })();
+    let reset = match cleared {
+        Ok(tree) => tree,
+        Err(e) => return Ok(Err(said(e))),
     };
-    let tree = repo.find_tree(tree)?;
+    let tree = match apply(repo, &reset, test_patch).and_then(|t| repo.find_tree(t)) {
+        Ok(tree) => tree,
+        Err(e) => return Ok(Err(said(e))),
+    };
     let sig = signature()?;
     let commit = repo.commit(
         None,
@@ -384,8 +435,61 @@ mod tests {
         );
     }
 
+    /// `base` with `remove` gone and `add` written, as a commit.
+    fn candidate(repo: &Repository, base: Oid, remove: &[&str], add: &[(&str, &str)]) -> Oid {
+        let base_commit = repo.find_commit(base).unwrap();
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for path in remove {
+            update.remove(*path);
+        }
+        let tree = update
+            .create_updated(repo, &base_commit.tree().unwrap())
+            .unwrap();
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, text) in add {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            update.upsert(*path, blob, git2::FileMode::Blob);
+        }
+        let tree = update
+            .create_updated(repo, &repo.find_tree(tree).unwrap())
+            .unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let sig = signature().unwrap();
+        repo.commit(None, &sig, &sig, "c", &tree, &[&base_commit])
+            .unwrap()
+    }
+
+    /// Red-team round 1 of `forgehand eval`: a directory where the test
+    /// file was crashed the whole evaluation (libgit2: cannot replace a
+    /// tree with a blob), every time it was resumed; a package beside the
+    /// test module (imported first) kept the put back test from running;
+    /// a file where the base has the tests' directory.
+    #[test]
+    fn whatever_stands_where_the_tests_go_gives_way_to_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with(
+            dir.path(),
+            &[("t/test_a.py", "def test_a(): pass\n"), ("m.py", "x = 1\n")],
+        );
+        let want = "def test_a(): pass\ndef test_new(): pass\n";
+        for (remove, add) in [
+            (vec!["t/test_a.py"], vec![("t/test_a.py/a.txt", "hi")]),
+            (vec![], vec![("t/test_a/__init__.py", "class T: pass")]),
+            (vec!["t/test_a.py"], vec![("t", "a file")]),
+        ] {
+            let c = candidate(&repo, base, &remove, &add);
+            let scored = scored(&repo, base, c, TEST_PATCH).unwrap().unwrap();
+            assert_eq!(
+                file(&repo, scored, "t/test_a.py").as_deref(),
+                Some(want),
+                "{add:?}"
+            );
+            assert_eq!(file(&repo, scored, "t/test_a/__init__.py"), None);
+        }
+    }
+
     fn scored_error(repo: &Repository, base: Oid, candidate: Oid, patch: &str) -> Unresolved {
-        scored(repo, base, candidate, patch).unwrap().unwrap_err()
+        scored(repo, base, candidate, patch).unwrap().unwrap_err().0
     }
 
     #[test]
@@ -402,10 +506,9 @@ mod tests {
             "only .git"
         );
         let escaping = "diff --git a/../../etc/x b/../../etc/x\nnew file mode 100644\n--- /dev/null\n+++ b/../../etc/x\n@@ -0,0 +1 @@\n+owned\n";
-        assert_eq!(
-            gold(&repo, base, escaping).unwrap_err(),
-            Unresolved::PatchDoesNotApply
-        );
+        let (reason, message) = gold(&repo, base, escaping).unwrap_err();
+        assert_eq!(reason, Unresolved::PatchDoesNotApply);
+        assert!(message.starts_with("the gold patch: "), "{message}");
     }
 
     #[test]

@@ -95,6 +95,11 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
     if args.runs == 0 || args.jobs == 0 {
         anyhow::bail!("--runs and --jobs must be at least 1");
     }
+    if let Some(max) = args.max_dollars {
+        if !(max.is_finite() && max > 0.0) {
+            anyhow::bail!("--max-dollars {max}: must be a number of dollars above 0");
+        }
+    }
     let run_args = |repo: PathBuf, task: String| RunArgs {
         repo,
         task,
@@ -119,6 +124,9 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("making --out {}", args.out.display()))?;
     let dir = args.out.canonicalize()?;
+    // One evaluation at a time in a directory: two would each run what
+    // the other has not recorded yet, and pay for it twice.
+    let _lock = lock(&dir)?;
     check_setup(
         &dir,
         Setup {
@@ -128,11 +136,19 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
                 Some(PatchMode::Gold) => "gold".into(),
                 Some(PatchMode::Empty) => "empty".into(),
             },
-            model: args.patch.is_none().then(|| model.name.clone()),
+            // The provider and the name, not the address: the same model
+            // may be served from elsewhere when the evaluation goes on.
+            model: args
+                .patch
+                .is_none()
+                .then(|| format!("{:?} {}", model.provider, model.name)),
         },
     )?;
     let known: HashSet<&str> = rows.iter().map(|r| r.instance_id.as_str()).collect();
-    let (file, done) = ResultsFile::open(&dir, &known)?;
+    let (file, mut done) = ResultsFile::open(&dir, &known)?;
+    // Runs beyond --runs (an earlier evaluation asked for more) are kept
+    // in the file and left out of this one's count.
+    done.retain(|r| r.run <= args.runs);
     let dataset_dir = args
         .dataset
         .canonicalize()?
@@ -177,6 +193,7 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
         spent,
         stopped: false,
         lines: Vec::new(),
+        failed: 0,
     }));
     if !state.lock().unwrap().results.is_empty() {
         writeln!(
@@ -209,8 +226,22 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
                     .instance_run(row, run, |repo| {
                         run_args(repo.to_owned(), row.problem_statement.clone())
                     })
-                    .await?;
+                    .await;
                 let mut state = state.lock().unwrap();
+                let result = match result {
+                    Ok(result) => result,
+                    Err(error) => {
+                        // Not the agent's measure: left for the next run
+                        // of the same command; the others go on.
+                        state.failed += 1;
+                        state.lines.push(format!(
+                            "{} run {run}: not recorded, to be run again: {}",
+                            row.instance_id,
+                            run::said(&error)
+                        ));
+                        return Ok(());
+                    }
+                };
                 state.file.append(&result)?;
                 state.spent += result.cost_usd.unwrap_or(0.0);
                 let n = state.results.len() + 1;
@@ -240,6 +271,12 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
     }
     write_summary(&dir, &summary)?;
     table(&rows, &state.results, &summary, out)?;
+    if state.failed > 0 {
+        anyhow::bail!(
+            "{} instance-run(s) ended in an error and are not recorded (above); run the same command again to do them",
+            state.failed
+        );
+    }
     Ok(if stopped {
         Ended::Stopped(summary)
     } else {
@@ -280,6 +317,8 @@ struct Progress {
     stopped: bool,
     /// What to print as runs end.
     lines: Vec<String>,
+    /// Runs that ended in an error, not recorded.
+    failed: usize,
 }
 
 /// Refuses to add to `dir` the results of another dataset, scoring or
@@ -317,6 +356,24 @@ fn write_summary(dir: &Path, summary: &Summary) -> anyhow::Result<()> {
     std::fs::write(&partial, serde_json::to_vec_pretty(summary)?)?;
     std::fs::rename(&partial, dir.join("summary.json"))?;
     Ok(())
+}
+
+/// `DIR/.lock`, held while this evaluation runs.
+fn lock(dir: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        anyhow::bail!(
+            "another forgehand eval is writing to {}: wait for it, or use another --out",
+            dir.display()
+        );
+    }
+    Ok(file)
 }
 
 /// What every instance-run shares.
@@ -362,6 +419,33 @@ impl Shared<'_> {
             transcript: None,
             test_log: None,
         };
+        let outcome = self.score(row, &clone, &name, run_args, &mut result).await;
+        if let Err(error) = tokio::task::block_in_place(|| std::fs::remove_dir_all(&clone.path)) {
+            eprintln!(
+                "forgehand: removing {} (swept next time): {error}",
+                clone.path.display()
+            );
+        }
+        outcome?;
+        if result.resolved {
+            result.message = None;
+        }
+        result.wall_secs = started.elapsed().as_secs_f64();
+        Ok(result)
+    }
+
+    /// The candidate (the agent's commit, the gold patch or the base),
+    /// the scored commit, its tests: into `result`. An error (Forgehand's
+    /// own, or the model's API failing) is not a measure of the agent:
+    /// the run is not recorded, and a resumed evaluation does it again.
+    async fn score(
+        &self,
+        row: &Row,
+        clone: &instance::Clone,
+        name: &str,
+        run_args: impl Fn(&Path) -> RunArgs,
+        result: &mut InstanceRun,
+    ) -> anyhow::Result<()> {
         let candidate = match self.patch {
             Some(PatchMode::Empty) => Ok(clone.start),
             Some(PatchMode::Gold) => {
@@ -373,6 +457,12 @@ impl Shared<'_> {
                     Ok(report) => report,
                     Err(error) => run::RunReport::from_error(&error),
                 };
+                if let Some(reason @ (Reason::ModelError | Reason::Infra)) = report.reason {
+                    anyhow::bail!(
+                        "{reason}: {}",
+                        report.message.as_deref().unwrap_or("no message")
+                    );
+                }
                 result.input_tokens = report.usage.input_tokens;
                 result.output_tokens = report.usage.output_tokens;
                 result.cache_read_tokens = report.usage.cache_read_tokens;
@@ -380,10 +470,13 @@ impl Shared<'_> {
                 result.cost_usd = report.cost_usd;
                 result.turns = report.turns;
                 result.transcript = report.transcript.clone();
-                result.message = report.message.clone();
+                let message = report.message.clone().unwrap_or_default();
                 match (&report.held, &report.commit) {
                     (None, Some(commit)) => Ok(git2::Oid::from_str(commit)?),
-                    _ => Err(Unresolved::Run(report.reason.unwrap_or(Reason::NoChanges))),
+                    _ => Err((
+                        Unresolved::Run(report.reason.unwrap_or(Reason::NoChanges)),
+                        message,
+                    )),
                 }
             }
         };
@@ -392,51 +485,50 @@ impl Shared<'_> {
                 let repo = git2::Repository::open(&clone.path)?;
                 instance::scored(&repo, clone.base, candidate, &row.test_patch)?
             }
-            Err(reason) => Err(reason),
+            Err(not) => Err(not),
         };
-        match scored {
-            Err(reason) => result.reason = Some(reason),
-            Ok(commit) => {
-                let tested = score::tests(
-                    self.config,
-                    self.backend,
-                    &clone.path,
-                    commit,
-                    &format!("eval-{name}"),
-                    &row.test_command(),
-                )
-                .await?;
-                match tested {
-                    Ok(tested) => {
-                        let logs = self.dir.join("logs");
-                        std::fs::create_dir_all(&logs)?;
-                        let log = logs.join(format!("{name}.log"));
-                        std::fs::write(&log, &tested.log)?;
-                        result.test_log = Some(log);
-                        result.resolved = tested.passed;
-                        if !tested.passed {
-                            result.reason = Some(Unresolved::TestsFailed);
-                            result.message = Some(tested.said);
-                        }
-                    }
-                    Err((reason, message)) => {
-                        result.reason = Some(reason);
-                        result.message = Some(message);
-                    }
+        let commit = match scored {
+            Ok(commit) => commit,
+            Err((reason, message)) => {
+                result.reason = Some(reason);
+                result.message = Some(message);
+                return Ok(());
+            }
+        };
+        // Named for this evaluation alone: another one on the same data
+        // directory scores its own.
+        let job = format!("eval-{name}-{:08x}", rand::random::<u32>());
+        let tested = score::tests(
+            self.config,
+            self.backend,
+            &clone.path,
+            commit,
+            &job,
+            &row.test_command(),
+        )
+        .await?;
+        match tested {
+            Ok(tested) => {
+                let logs = self.dir.join("logs");
+                std::fs::create_dir_all(&logs)?;
+                let log = logs.join(format!("{name}.log"));
+                std::fs::write(&log, &tested.log)?;
+                result.test_log = Some(log);
+                result.resolved = tested.passed;
+                if !tested.passed {
+                    result.reason = Some(Unresolved::TestsFailed);
+                    result.message = Some(tested.said);
                 }
             }
+            Err((Unresolved::Run(reason @ Reason::Infra), message)) => {
+                anyhow::bail!("{reason}: {message}")
+            }
+            Err((reason, message)) => {
+                result.reason = Some(reason);
+                result.message = Some(message);
+            }
         }
-        if result.resolved {
-            result.message = None;
-        }
-        result.wall_secs = started.elapsed().as_secs_f64();
-        if let Err(error) = tokio::task::block_in_place(|| std::fs::remove_dir_all(&clone.path)) {
-            eprintln!(
-                "forgehand: removing {} (swept next time): {error}",
-                clone.path.display()
-            );
-        }
-        Ok(result)
+        Ok(())
     }
 }
 

@@ -157,6 +157,15 @@ impl ResultsFile {
             };
             let run: InstanceRun =
                 serde_json::from_slice(line).map_err(|e| damaged(e.to_string()))?;
+            if done
+                .iter()
+                .any(|d: &InstanceRun| d.instance_id == run.instance_id && d.run == run.run)
+            {
+                return Err(damaged(format!(
+                    "run {} of `{}` is there twice",
+                    run.run, run.instance_id
+                )));
+            }
             if !known.contains(run.instance_id.as_str()) {
                 return Err(damaged(format!(
                     "instance `{}` is not in the dataset",
