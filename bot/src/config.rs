@@ -27,7 +27,7 @@ pub use gate::GateConfig;
 pub use locate::{ConfigFile, ConfigOrigin, SYSTEM_CONFIG};
 pub use model::ModelConfig;
 pub use paths::{Places, DATA_PATHS};
-pub use server::{DatabaseConfig, ServerConfig};
+pub use server::{DatabaseConfig, DatabaseKind, ServerConfig};
 
 /// The variable naming the configuration file; not a configuration key.
 pub const CONFIG_PATH_VAR: &str = "FORGEHAND_CONFIG";
@@ -449,11 +449,21 @@ fn base_url_problem(url: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn redact_url(url: &str) -> String {
-    match url.split_once('@') {
-        Some((_, rest)) => format!("<credentials redacted>@{rest}"),
+/// `url` with its credentials (user and password) replaced by a marker.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (format!("{scheme}://"), rest),
+        None => (String::new(), url),
+    };
+    // The last `@` ends the credentials (a password may hold one).
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}<credentials redacted>@{host}"),
         None => url.to_owned(),
     }
+}
+
+fn redact_database_url<S: Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redact_url(url))
 }
 
 fn redact_list<S: Serializer>(list: &[SecretString], s: S) -> Result<S::Ok, S::Error> {

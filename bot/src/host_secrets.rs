@@ -21,6 +21,9 @@ pub fn host_secrets(config: &Config) -> Vec<(String, SecretString)> {
     if let Some(token) = &config.api.token {
         one("api.token", token);
     }
+    for secret in url_password(&config.database.url) {
+        one("database.url", &secret);
+    }
     if let Some(token) = &config.github.token {
         one("github.token", token);
     }
@@ -52,6 +55,45 @@ pub fn host_secrets(config: &Config) -> Vec<(String, SecretString)> {
     // The longest first: a secret that contains another is replaced whole.
     out.sort_by_key(|(_, s)| std::cmp::Reverse(s.expose_secret().len()));
     out
+}
+
+/// A database URL's password, as written (percent-encoded) and as sent.
+pub fn url_password(url: &str) -> Vec<SecretString> {
+    let Some(password) = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.password().map(str::to_owned))
+        .filter(|p| !p.is_empty())
+    else {
+        return Vec::new();
+    };
+    let decoded = percent_decode(&password);
+    let mut out = vec![SecretString::from(password.clone())];
+    if decoded != password {
+        out.push(SecretString::from(decoded));
+    }
+    out
+}
+
+/// `%XX` sequences decoded (a URL's password as the server receives it).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        if bytes[i] == b'%' {
+            if let Some(Ok(byte)) = hex.map(|h| u8::from_str_radix(h, 16)) {
+                out.push(byte);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -98,6 +98,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The database by hand: migrations, and moving from SQLite to PostgreSQL.
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Measure the agent on instances in SWE-bench's format: each is run as
     /// a job (no push), then the row's tests are run over what it
     /// committed with the row's test patch. Writes DIR/results.jsonl and
@@ -139,6 +142,24 @@ enum Command {
         /// auto, microvm or namespace (default: sandbox.backend).
         #[arg(long)]
         backend: Option<BackendChoice>,
+    },
+}
+
+#[derive(Subcommand)]
+enum DbCommand {
+    /// Apply the configured database's pending migrations (for
+    /// deployments with database.migrate = false).
+    Migrate,
+    /// Copy a stopped SQLite database (deliveries with their replay
+    /// digests and refusal records, jobs, their runs, installations) into
+    /// a new, empty PostgreSQL database; counts verified, all or nothing.
+    Copy {
+        /// sqlite://PATH
+        #[arg(long)]
+        from: String,
+        /// postgres://USER@HOST/DATABASE (the PG* variables fill in the rest)
+        #[arg(long)]
+        to: String,
     },
 }
 
@@ -372,6 +393,39 @@ fn main() -> ExitCode {
                 let _ = run::print_human(&report, &mut std::io::stdout());
             }
             ExitCode::from(report.status.exit_code(allow_failing_tests))
+        }
+        Command::Db(command) => {
+            let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+            let mut stdout = std::io::stdout();
+            let done = runtime.block_on(async {
+                match command {
+                    DbCommand::Migrate => {
+                        forgehand_bot::cli::db::migrate(&config, &mut stdout).await
+                    }
+                    DbCommand::Copy { from, to } => {
+                        // The URLs given here are secrets like the configured one.
+                        forgehand_bot::redaction::know(
+                            [&from, &to]
+                                .into_iter()
+                                .flat_map(|u| forgehand_bot::host_secrets::url_password(u))
+                                .map(|s| ("--to".to_owned(), s)),
+                        );
+                        let copied = forgehand_bot::cli::db::copy(&config, &from, &to).await?;
+                        for (table, rows) in copied.tables {
+                            println!("{table}: {rows} rows");
+                        }
+                        println!("copied; point database.url at the new database");
+                        Ok(())
+                    }
+                }
+            });
+            match done {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("forgehand: {}", run::said(&error));
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Eval {
             dataset,

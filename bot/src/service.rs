@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::config::{Config, DatabaseConfig};
+use crate::config::{Config, DatabaseConfig, DatabaseKind};
 use crate::live::{Live, Rebuild, SwappableHandler};
 use crate::queue::{Backoff, JobHandler, QueueSettings, WorkerPool};
 use crate::sandboxes;
@@ -31,12 +31,59 @@ pub fn queue_settings(config: &Config) -> QueueSettings {
     }
 }
 
-pub async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    let store = SqliteStore::connect(&config.database.url)
-        .await
-        .with_context(|| format!("opening the database {}", config.database.url))?
-        .with_max_attempts(config.queue.max_attempts);
-    Ok(Arc::new(store))
+/// The store `database.url` names, and for PostgreSQL what wakes this
+/// host's workers when a job is queued on any host.
+pub struct Opened {
+    pub store: Arc<dyn Store>,
+    listener: Option<forgehand_store_pg::JobListener>,
+}
+
+impl Opened {
+    /// Wakes `workers` on every job queued anywhere (PostgreSQL's
+    /// `LISTEN`); nothing for SQLite, whose one host's intake wakes them.
+    pub fn wake(
+        self,
+        workers: Arc<Notify>,
+    ) -> (Arc<dyn Store>, Option<forgehand_store_pg::WakeTask>) {
+        let task = self.listener.map(|listener| listener.wake(workers));
+        (self.store, task)
+    }
+}
+
+pub async fn open_store(config: &Config) -> anyhow::Result<Opened> {
+    let database = &config.database;
+    // Never the URL as written: it may hold a password.
+    let shown = crate::config::redact_url(&database.url);
+    match database.kind() {
+        Some(DatabaseKind::Postgres) => {
+            let options = database.pg_options(config.queue.max_attempts);
+            let store = if database.migrate {
+                forgehand_store_pg::PgStore::connect(&database.url, &options).await
+            } else {
+                forgehand_store_pg::PgStore::connect_without_migrating(&database.url, &options)
+                    .await
+            }
+            .with_context(|| format!("opening the database {shown}"))?;
+            let listener = store
+                .listen_for_jobs()
+                .await
+                .with_context(|| format!("listening for queued jobs on {shown}"))?;
+            Ok(Opened {
+                store: Arc::new(store),
+                listener: Some(listener),
+            })
+        }
+        _ => {
+            let store = SqliteStore::connect(&database.url)
+                .await
+                .with_context(|| format!("opening the database {shown}"))?
+                .with_max_attempts(config.queue.max_attempts);
+            Ok(Opened {
+                store: Arc::new(store),
+                listener: None,
+            })
+        }
+    }
 }
 
 /// Serves until `shutdown` resolves; then stops taking requests, lets
@@ -69,8 +116,8 @@ pub async fn serve_on(
     for warning in crate::github_app::warnings(&config) {
         warn!("{warning}");
     }
-    let store = open_store(&config).await?;
     let jobs_ready = Arc::new(Notify::new());
+    let (store, _wake) = open_store(&config).await?.wake(jobs_ready.clone());
     let intake_log = store
         .intake_log()
         .context("opening the intake connection to the database")?;

@@ -1,5 +1,6 @@
 //! Subcommands beyond `serve`: what operators run by hand.
 
+pub mod db;
 mod doctor;
 mod doctor_forge;
 pub mod env;

@@ -66,9 +66,23 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// `sqlite://path` (created when missing). PostgreSQL is planned for
-    /// deployments with several replicas.
+    /// `sqlite://path` (created when missing), or
+    /// `postgres://user:password@host:port/database?sslmode=…` for
+    /// several replicas sharing one queue (the standard `PG*` environment
+    /// variables fill in what the URL leaves out; the URL wins). Its
+    /// password is a secret: redacted in `check-config`, never logged.
+    #[serde(serialize_with = "super::redact_database_url")]
     pub url: String,
+    /// PostgreSQL: connections in the pool the workers and the API share
+    /// (the intake and the job listener keep one more each).
+    pub pool_size: u32,
+    /// PostgreSQL: a statement running longer than this is ended
+    /// (0: the server's own setting).
+    pub statement_timeout_secs: u64,
+    /// PostgreSQL: `forgehand serve` applies pending migrations at start
+    /// (one replica at a time, under an advisory lock). Off: run
+    /// `forgehand db migrate` before starting a new release.
+    pub migrate: bool,
     /// Deliveries waiting to be written are committed together, up to
     /// this many per transaction.
     pub intake_batch_max: usize,
@@ -113,10 +127,20 @@ impl Default for ServerConfig {
     }
 }
 
+/// The stores `database.url` can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseKind {
+    Sqlite,
+    Postgres,
+}
+
 impl Default for DatabaseConfig {
     fn default() -> Self {
         DatabaseConfig {
             url: "sqlite://forgehand.db".into(),
+            pool_size: 8,
+            statement_timeout_secs: 30,
+            migrate: true,
             intake_batch_max: 256,
             keep_payloads: false,
             retention_days: 30,
@@ -212,16 +236,41 @@ impl DatabaseConfig {
         now - i64::from(self.digest_retention_days) * DAY_MS
     }
 
+    /// Which store the URL names.
+    pub fn kind(&self) -> Option<DatabaseKind> {
+        if self.url.starts_with("sqlite:") {
+            Some(DatabaseKind::Sqlite)
+        } else if self.url.starts_with("postgres://") || self.url.starts_with("postgresql://") {
+            Some(DatabaseKind::Postgres)
+        } else {
+            None
+        }
+    }
+
+    /// The PostgreSQL store's connection settings.
+    pub fn pg_options(&self, max_attempts: u32) -> forgehand_store_pg::PgOptions {
+        forgehand_store_pg::PgOptions {
+            pool_size: self.pool_size,
+            statement_timeout: (self.statement_timeout_secs > 0)
+                .then(|| Duration::from_secs(self.statement_timeout_secs)),
+            max_attempts,
+            ..forgehand_store_pg::PgOptions::default()
+        }
+    }
+
     pub fn prune_interval(&self) -> Duration {
         Duration::from_secs(self.prune_interval_secs)
     }
 
     pub(super) fn problems(&self, problems: &mut Vec<String>) {
-        if !self.url.starts_with("sqlite:") {
+        if self.kind().is_none() {
             problems.push(format!(
-                "database.url: `{}` is not supported; use sqlite://path (PostgreSQL support is planned)",
+                "database.url: `{}` is not supported; use sqlite://path or postgres://user@host/database",
                 super::redact_url(&self.url)
             ));
+        }
+        if self.pool_size == 0 {
+            problems.push("database.pool_size: must be at least 1".into());
         }
         if self.intake_batch_max == 0 {
             problems.push("database.intake_batch_max: must be at least 1".into());

@@ -111,7 +111,7 @@ fn errors_name_the_key_and_the_problem() {
 
     let err = Config::load_from(
         None,
-        env(&[("FORGEHAND_DATABASE__URL", "postgres://u:pw@db/x")]),
+        env(&[("FORGEHAND_DATABASE__URL", "mysql://u:pw@db/x")]),
     )
     .unwrap_err()
     .to_string();
@@ -119,6 +119,46 @@ fn errors_name_the_key_and_the_problem() {
     assert!(
         !err.contains("pw"),
         "the password leaked into an error: {err}"
+    );
+}
+
+/// The PostgreSQL URL's password is a secret: `check-config` shows the
+/// URL without it, and it is one of the host's secrets (filtered from
+/// logs, looked for in what the agent changed), as written and decoded.
+#[test]
+fn a_postgres_password_is_redacted_and_kept_secret() {
+    use secrecy::ExposeSecret;
+    let c = Config::load_from(
+        None,
+        env(&[(
+            "FORGEHAND_DATABASE__URL",
+            "postgres://forgehand:s3cr%40t-pw@db.internal:5432/forgehand?sslmode=require",
+        )]),
+    )
+    .unwrap();
+    assert_eq!(
+        c.database.kind(),
+        Some(crate::config::DatabaseKind::Postgres)
+    );
+    let shown = c.to_redacted_toml();
+    assert!(!shown.contains("s3cr"), "{shown}");
+    assert!(
+        shown.contains("url = \"postgres://<credentials redacted>@db.internal:5432/forgehand?sslmode=require\""),
+        "{shown}"
+    );
+    let mut secrets: Vec<String> = crate::host_secrets::host_secrets(&c)
+        .into_iter()
+        .filter(|(name, _)| name == "database.url")
+        .map(|(_, s)| s.expose_secret().to_owned())
+        .collect();
+    secrets.sort();
+    assert_eq!(secrets, ["s3cr%40t-pw", "s3cr@t-pw"]);
+    let err = Config::load_from(None, env(&[("FORGEHAND_DATABASE__POOL_SIZE", "0")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("database.pool_size: must be at least 1"),
+        "{err}"
     );
 }
 
