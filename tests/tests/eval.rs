@@ -226,6 +226,19 @@ async fn eval_on_real_projects_scores_the_controls_and_the_models() {
         assert!(Path::new(result["transcript"].as_str().unwrap()).exists());
     }
 
+    // What was scored is not kept: of each repository's shared
+    // checkouts only the start commit's stays (red-team round 2: one per
+    // scored commit piled up).
+    let local = dir.path().join("var/lib/forgehand/jobs/checkouts/local");
+    for root in std::fs::read_dir(&local).unwrap().flatten() {
+        let trees = std::fs::read_dir(root.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .count();
+        assert_eq!(trees, 1, "{}", root.path().display());
+    }
+
     // Killed half-way, then run again with the same --out: the finished
     // runs are kept, the rest are done, none twice.
     let server = ModelServer::routed(fixer(&instances)).await.unwrap();
@@ -382,6 +395,64 @@ fn small_dataset(dir: &Path) -> PathBuf {
     let dataset = dir.join("small.jsonl");
     std::fs::write(&dataset, format!("{row}\n")).unwrap();
     dataset
+}
+
+/// A repository whose checkout differs from its commit (a
+/// `working-tree-encoding` in `.gitattributes`) cannot be run on: the run
+/// is not recorded as the agent's failure (red-team round 2: it was
+/// scored `input`, while the gold control passed).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_clone_run_will_not_start_from_is_not_the_agents_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("etc/forgehand.toml");
+    let home = dir.path().join("home");
+    quick_start_config(&config, &dir.path().join("var/lib/forgehand"), &home);
+    let dataset = small_dataset(dir.path());
+    let repo = dir.path().join("calc");
+    std::fs::write(
+        repo.join(".gitattributes"),
+        "*.py working-tree-encoding=UTF-16LE\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=d", "-c", "user.email=d@example.invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    git(&["add", ".gitattributes"]);
+    git(&["commit", "-qm", "attributes"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let text = std::fs::read_to_string(&dataset).unwrap();
+    let mut row: Value = serde_json::from_str(text.trim()).unwrap();
+    row["base_commit"] = Value::from(head);
+    std::fs::write(&dataset, format!("{row}\n")).unwrap();
+    let eval = Eval {
+        dir: dir.path().to_owned(),
+        dataset,
+        config,
+        home,
+    };
+    let server = ModelServer::routed(vec![("calc.add(2, 2)", vec![Step::finish("x", "x")])])
+        .await
+        .unwrap();
+    let out = eval.run("out", &[], Some(&server));
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("calc-1 run 1: not recorded, to be run again: input"),
+        "{}",
+        said(&out)
+    );
+    assert!(eval.results("out").is_empty());
 }
 
 /// A model that cannot be reached measures the model's API, not the

@@ -130,7 +130,7 @@ pub fn parse(text: &str, shown: &str) -> Result<Vec<Row>, DatasetError> {
 
 fn check(row: &Row) -> Result<(), String> {
     let id = &row.instance_id;
-    if id.is_empty() || id.len() > 200 || id.chars().any(|c| c.is_control() || c == '/') {
+    if id.is_empty() || id.chars().count() > 200 || id.chars().any(|c| c.is_control() || c == '/') {
         return Err(format!(
             "instance_id `{}`: 1 to 200 characters, no `/` or control characters",
             id.escape_debug()

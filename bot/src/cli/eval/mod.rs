@@ -37,6 +37,10 @@ use crate::sandboxes;
 use dataset::Row;
 use results::{InstanceRun, ResultsFile, Summary, Unresolved};
 
+/// Runs of one instance an evaluation takes (more measures the model's
+/// variance no better than more instances would, and is a typo).
+const MAX_RUNS: u32 = 1000;
+
 /// What is scored instead of the agent's work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -94,6 +98,9 @@ async fn evaluate(config: &Config, args: EvalArgs, out: &mut dyn Write) -> anyho
     let rows = dataset::read(&args.dataset)?;
     if args.runs == 0 || args.jobs == 0 {
         anyhow::bail!("--runs and --jobs must be at least 1");
+    }
+    if args.runs > MAX_RUNS {
+        anyhow::bail!("--runs {}: at most {MAX_RUNS}", args.runs);
     }
     if let Some(max) = args.max_dollars {
         if !(max.is_finite() && max > 0.0) {
@@ -420,6 +427,7 @@ impl Shared<'_> {
             test_log: None,
         };
         let outcome = self.score(row, &clone, &name, run_args, &mut result).await;
+        tokio::task::block_in_place(|| prune_checkouts(self.config, &clone));
         if let Err(error) = tokio::task::block_in_place(|| std::fs::remove_dir_all(&clone.path)) {
             eprintln!(
                 "forgehand: removing {} (swept next time): {error}",
@@ -457,7 +465,12 @@ impl Shared<'_> {
                     Ok(report) => report,
                     Err(error) => run::RunReport::from_error(&error),
                 };
-                if let Some(reason @ (Reason::ModelError | Reason::Infra)) = report.reason {
+                // Not the agent's doing: the model's API, Forgehand's own
+                // machinery, or a clone `run` will not start from (a
+                // repository whose checkout differs from its commit).
+                if let Some(reason @ (Reason::ModelError | Reason::Infra | Reason::Input)) =
+                    report.reason
+                {
                     anyhow::bail!(
                         "{reason}: {}",
                         report.message.as_deref().unwrap_or("no message")
@@ -532,9 +545,28 @@ impl Shared<'_> {
     }
 }
 
-/// An instance id as a file name.
+/// The shared checkouts a run made of the commits it scored: one-offs,
+/// removed (those another run holds are left), but for the start
+/// commit's, which the instance's next run uses again. Without this an
+/// evaluation keeps a checkout of every commit it scored.
+fn prune_checkouts(config: &Config, clone: &instance::Clone) {
+    let Ok(repo) = git2::Repository::open(&clone.path) else {
+        return;
+    };
+    let Ok(root) = run::root_commit(&repo) else {
+        return;
+    };
+    let checkouts = forgehand_forge::git::Checkouts::new(config.git.work_dir.join("checkouts"));
+    checkouts.prune(&format!("local/{root}"), 0, clone.start);
+}
+
+/// An instance id as a file name: its safe characters, then a digest of
+/// the whole, so that ids that differ only in what was replaced (`a b`,
+/// `a_b`, `a\\b`) do not share their logs.
 fn file_name(id: &str) -> String {
-    id.chars()
+    let safe: String = id
+        .chars()
+        .take(80)
         .map(|c| {
             if c.is_ascii_alphanumeric() || "-_.".contains(c) {
                 c
@@ -542,7 +574,9 @@ fn file_name(id: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    format!("{safe}-{:x}", &digest)[..safe.len() + 9].to_owned()
 }
 
 fn dollars(cost: Option<f64>) -> String {
@@ -623,4 +657,21 @@ fn table(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Red-team round 2: `a b`, `a_b` and `a\b` shared one log file.
+    #[test]
+    fn instance_ids_that_differ_keep_apart_as_file_names() {
+        let names: HashSet<String> = ["a b", "a_b", "a\\b", "é", "ü"]
+            .iter()
+            .map(|id| file_name(id))
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
+        assert!(file_name("django__django-11099").starts_with("django__django-11099-"));
+        assert_eq!(file_name(&"x".repeat(500)).len(), 80 + 9);
+    }
 }

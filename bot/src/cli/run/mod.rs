@@ -288,7 +288,7 @@ pub(crate) async fn local_environment(
 }
 
 /// The commit every history of the repository starts from.
-fn root_commit(repo: &git2::Repository) -> anyhow::Result<git2::Oid> {
+pub(crate) fn root_commit(repo: &git2::Repository) -> anyhow::Result<git2::Oid> {
     let mut walk = repo.revwalk()?;
     walk.push_head()?;
     walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
