@@ -24,6 +24,10 @@ pub fn host_secrets(config: &Config) -> Vec<(String, SecretString)> {
     for secret in url_password(&config.database.url) {
         one("database.url", &secret);
     }
+    // What the URL leaves out, PostgreSQL's own variable may hold.
+    if let Some(password) = std::env::var("PGPASSWORD").ok().filter(|p| !p.is_empty()) {
+        one("PGPASSWORD", &SecretString::from(password));
+    }
     if let Some(token) = &config.github.token {
         one("github.token", token);
     }

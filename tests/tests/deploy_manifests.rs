@@ -81,7 +81,11 @@ fn validator() -> PathBuf {
 }
 
 fn manifests() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy/kubernetes"))
+    manifests_in("deploy/kubernetes")
+}
+
+fn manifests_in(dir: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
@@ -253,4 +257,131 @@ fn the_run_flags_are_the_same_in_the_script_the_readme_and_the_refusal() {
         .output()
         .unwrap();
     assert!(!out.status.success());
+}
+
+/// Issue 29: the PostgreSQL variant for Compose — a `postgres` service,
+/// one intake replica that runs no job, two worker replicas — parses, and
+/// the password reaches Forgehand as `PGPASSWORD`, never in a URL.
+#[test]
+fn the_compose_postgres_variant_parses_with_its_replicas() {
+    let file = repo().join("deploy/compose.postgres.yaml");
+    let out = Command::new("docker-compose")
+        .arg("-f")
+        .arg(&file)
+        .arg("config")
+        .env("FORGEHAND_PUBLIC_URL", "https://forgehand.example.com")
+        .env("POSTGRES_PASSWORD", "pw-from-the-environment")
+        .output()
+        .expect("docker-compose");
+    let config = text(&out);
+    assert!(out.status.success(), "{config}");
+    for expected in [
+        "image: docker.io/library/postgres:16",
+        "replicas: 2",
+        "FORGEHAND_QUEUE__WORKERS: '0'",
+        "FORGEHAND_DATABASE__URL: postgres://forgehand@postgres:5432/forgehand",
+        "PGPASSWORD: pw-from-the-environment",
+        "forgehand-postgres:/var/lib/postgresql/data:rw",
+    ] {
+        assert!(config.contains(expected), "{expected} not in:\n{config}");
+    }
+    assert!(!config.contains(":pw-from-the-environment@"), "{config}");
+    // Without a password it refuses to start rather than run open.
+    let out = Command::new("docker-compose")
+        .arg("-f")
+        .arg(&file)
+        .arg("config")
+        .env_remove("POSTGRES_PASSWORD")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("set POSTGRES_PASSWORD"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Issue 29: the PostgreSQL variant for Kubernetes validates against the
+/// API's schemas: the database URL from a Secret, intake replicas that
+/// run no job behind the Service, two worker replicas each with data of
+/// its own.
+#[test]
+fn the_kubernetes_postgres_variant_validates_with_two_workers() {
+    let validator = validator();
+    let files = manifests_in("deploy/kubernetes/postgres");
+    assert_eq!(files.len(), 4, "{files:?}");
+    let out = Command::new(&validator)
+        .arg("--strict")
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let docs = documents(&validator, &files);
+    let deployment = |name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Deployment {name}"))
+            .clone()
+    };
+    let env = |d: &Value, name: &str| -> Option<String> {
+        d["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| e["value"].as_str().unwrap().to_owned())
+    };
+    let workers = deployment("forgehand-workers");
+    assert_eq!(workers["spec"]["replicas"], 2);
+    assert_eq!(
+        env(&workers, "FORGEHAND_QUEUE__WORKERS").as_deref(),
+        Some("2")
+    );
+    let volumes = workers["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    assert!(volumes
+        .iter()
+        .any(|v| v["name"] == "data" && v["emptyDir"].is_object()));
+    let intake = deployment("forgehand-intake");
+    assert_eq!(
+        env(&intake, "FORGEHAND_QUEUE__WORKERS").as_deref(),
+        Some("0")
+    );
+    assert!(intake["spec"]["template"]["spec"]["containers"][0]["securityContext"].is_null());
+    for d in [&workers, &intake] {
+        let from: Vec<&str> = d["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["secretRef"]["name"].as_str())
+            .collect();
+        assert!(from.contains(&"forgehand-database"), "{from:?}");
+    }
+    let secret = docs
+        .iter()
+        .find(|d| d["kind"] == "Secret" && d["metadata"]["name"] == "forgehand-database")
+        .unwrap();
+    assert!(secret["stringData"]["FORGEHAND_DATABASE__URL"]
+        .as_str()
+        .unwrap()
+        .starts_with("postgres://"));
+    let service = docs.iter().find(|d| d["kind"] == "Service").unwrap();
+    assert_eq!(
+        service["spec"]["selector"]["app.kubernetes.io/component"],
+        "intake"
+    );
+    // The validator does refuse a broken copy.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("workers.yaml");
+    let original =
+        std::fs::read_to_string(repo().join("deploy/kubernetes/postgres/workers.yaml")).unwrap();
+    std::fs::write(&broken, original.replace("replicas: 2", "replicas: two")).unwrap();
+    let out = Command::new(&validator)
+        .arg("--strict")
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
 }
