@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Intake benchmark: `forgehand serve` on SQLite against GitHub's own Node
-# toolkit (@octokit/webhooks 14, createNodeMiddleware, verification only),
-# the same signed ~9 KB `issues` deliveries sent by `wrk -t2 -c32` to both,
-# in one run. See bench/README.md.
+# Intake benchmark: `forgehand serve` on SQLite and on PostgreSQL against
+# GitHub's own Node toolkit (@octokit/webhooks 14, createNodeMiddleware,
+# verification only), signed ~9 KB `issues` deliveries sent by
+# `wrk -t2 -c32` to each, in one run. Every request is a distinct delivery
+# (its own body and signature: bench/wrk/signed.lua), as a forge sends
+# them; BENCH_SAME_BODY=1 sends one body under many ids, which the replay
+# protection records as duplicates. See bench/README.md.
 #
 #   bash bench/intake.sh            # ROUNDS=3 of DURATION=15 s on each side
 #
-# Both servers stay up for the whole run, and the rounds alternate
-# (forgehand, octokit, forgehand, ...), so that both sides see the machine
+# The servers stay up for the whole run, and the rounds alternate
+# (forgehand on SQLite, on PostgreSQL, octokit, ...), so that all see the machine
 # in the same state: on a shared VM its speed drifts by 10 % and more within
 # minutes, which one pair of runs cannot tell from a difference.
 #
@@ -57,6 +60,7 @@ command -v wrk >/dev/null || missing+=(wrk)
 command -v sqlite3 >/dev/null || missing+=(sqlite3)
 command -v curl >/dev/null || missing+=(curl)
 command -v python3 >/dev/null || missing+=(python3)
+ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || missing+=(postgresql)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
@@ -83,6 +87,7 @@ fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 FH_PORT=${FORGEHAND_PORT:-$(free_port)}
+PG_FH_PORT=$(free_port)
 OCTO_PORT=${OCTOKIT_PORT:-$(free_port)}
 [[ $FH_PORT != "$OCTO_PORT" ]] || OCTO_PORT=$(free_port)
 
@@ -90,7 +95,9 @@ OCTO_PORT=${OCTOKIT_PORT:-$(free_port)}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/forgehand-bench.XXXXXX")
 DB="$TMP/bench.db"
 FH_PID=
+PG_FH_PID=
 OCTO_PID=
+PG_CTL=
 OK=0
 
 stop_pid() { # pid signal timeout_s -> exit status of the process
@@ -108,8 +115,13 @@ stop_pid() { # pid signal timeout_s -> exit status of the process
   return "$rc"
 }
 
+# PostgreSQL refuses to run as root: the scratch server runs as nobody.
+as_pg_user() { if [[ $(id -u) -eq 0 ]]; then runuser -u nobody -- "$@"; else "$@"; fi; }
+
 cleanup() {
   [[ -n $FH_PID ]] && stop_pid "$FH_PID" KILL 5 || true
+  [[ -n $PG_FH_PID ]] && stop_pid "$PG_FH_PID" KILL 5 || true
+  [[ -n $PG_CTL ]] && as_pg_user "$PG_CTL" -D "$TMP/pg/data" -m fast -w stop >/dev/null 2>&1 || true
   [[ -n $OCTO_PID ]] && stop_pid "$OCTO_PID" KILL 5 || true
   if [[ $OK == 1 && -z ${KEEP_TMP:-} ]]; then
     rm -rf "$TMP"
@@ -176,6 +188,33 @@ log "forgehand serve on 127.0.0.1:$FH_PORT (sqlite $DB)"
 FH_PID=$!
 wait_healthy forgehand "$FH_PORT" "$FH_PID" "$TMP/forgehand.log"
 
+# A scratch PostgreSQL (Debian's package, initdb in the temp dir, its
+# socket there, no TCP), durable as a real one: fsync and
+# synchronous_commit left on.
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+mkdir -p "$TMP/pg"
+[[ $(id -u) -eq 0 ]] && chown nobody "$TMP" "$TMP/pg"
+as_pg_user "$PG_BIN/initdb" -D "$TMP/pg/data" -U postgres --auth=trust -E UTF8 --no-locale >/dev/null
+PG_CTL="$PG_BIN/pg_ctl"
+as_pg_user "$PG_CTL" -D "$TMP/pg/data" -l "$TMP/pg/log" -w \
+  -o "-k $TMP/pg -c listen_addresses= -c max_connections=100" start >/dev/null
+"$PG_BIN/createdb" -h "$TMP/pg" -U postgres bench
+PG_URL="postgres://postgres@localhost/bench?host=$TMP/pg"
+PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
+
+log "forgehand serve on 127.0.0.1:$PG_FH_PORT (postgresql $PG_VERSION)"
+(cd "$TMP" &&
+  FORGEHAND_SERVER__LISTEN="127.0.0.1:$PG_FH_PORT" \
+  FORGEHAND_DATABASE__URL="$PG_URL" \
+  FORGEHAND_GITHUB__WEBHOOK_SECRET="$SECRET" \
+  FORGEHAND_BOT__USERNAME=forgehand \
+  FORGEHAND_BOT__LABEL=forgehand \
+  FORGEHAND_QUEUE__WORKERS=0 \
+  FORGEHAND_LOG__LEVEL=warn \
+  exec "$BIN" serve) > "$TMP/forgehand-pg.log" 2>&1 &
+PG_FH_PID=$!
+wait_healthy forgehand-pg "$PG_FH_PORT" "$PG_FH_PID" "$TMP/forgehand-pg.log"
+
 log "@octokit/webhooks $OCTOKIT_VERSION createNodeMiddleware on 127.0.0.1:$OCTO_PORT"
 (cd bench/octokit && BENCH_SECRET="$SECRET" BENCH_PORT="$OCTO_PORT" exec node server.mjs) > "$TMP/octokit.log" 2>&1 &
 OCTO_PID=$!
@@ -186,6 +225,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
   log "round $round of $ROUNDS: forgehand (warm-up ${WARMUP}s, then ${DURATION}s)"
   run_wrk "forgehand-warmup-$round" "$FH_PORT" "$WARMUP" 0
   run_wrk "forgehand-$round" "$FH_PORT" "$DURATION" 1
+  log "round $round of $ROUNDS: forgehand on postgresql (warm-up ${WARMUP}s, then ${DURATION}s)"
+  run_wrk "forgehand-pg-warmup-$round" "$PG_FH_PORT" "$WARMUP" 0
+  run_wrk "forgehand-pg-$round" "$PG_FH_PORT" "$DURATION" 1
   log "round $round of $ROUNDS: octokit (warm-up ${WARMUP}s, then ${DURATION}s)"
   run_wrk "octokit-warmup-$round" "$OCTO_PORT" "$WARMUP" 0
   run_wrk "octokit-$round" "$OCTO_PORT" "$DURATION" 1
@@ -198,6 +240,20 @@ FH_RC=0
 stop_pid "$FH_PID" "$STOP_SIGNAL" 30 || FH_RC=$?
 FH_PID=
 echo "forgehand exited with status $FH_RC"
+PG_FH_RC=0
+stop_pid "$PG_FH_PID" "$STOP_SIGNAL" 30 || PG_FH_RC=$?
+PG_FH_PID=
+echo "forgehand on postgresql exited with status $PG_FH_RC"
+psql_q() { "$PG_BIN/psql" -h "$TMP/pg" -U postgres -d bench -Atc "$1"; }
+PG_ACCEPTED_ROWS=$(psql_q "select count(*) from deliveries where outcome='accepted'") \
+  || die "could not count deliveries in postgresql"
+PG_OUTCOMES=$(psql_q "select outcome || '=' || count(*) from deliveries group by outcome order by outcome" | paste -sd' ' -)
+PG_UNANSWERED=$(cat "$TMP"/forgehand-pg-*.unanswered | sed "s/.*/'&'/" | paste -sd, -)
+PG_LATE_ROWS=0
+if [[ -n $PG_UNANSWERED ]]; then
+  PG_LATE_ROWS=$(psql_q "select count(*) from deliveries where outcome='accepted' and delivery_id in ($PG_UNANSWERED)")
+fi
+echo "postgresql deliveries by outcome: ${PG_OUTCOMES:-none}"
 [[ -s $TMP/forgehand.log ]] && { echo "--- forgehand log (last lines)"; tail -n 10 "$TMP/forgehand.log"; }
 
 ACCEPTED_ROWS=$(sqlite3 "$DB" "select count(*) from deliveries where outcome='accepted'") \
@@ -206,7 +262,7 @@ OUTCOMES=$(sqlite3 "$DB" "select outcome || '=' || count(*) from deliveries grou
 JOBS=$(sqlite3 "$DB" "select count(*) from jobs" 2>/dev/null || echo "?")
 # Deliveries sent but never answered to wrk (cut off by its stop; listed
 # when forgehand echoes delivery ids) may still have been accepted: count them.
-UNANSWERED=$(cat "$TMP"/forgehand-*.unanswered | sed "s/.*/'&'/" | paste -sd, -)
+UNANSWERED=$(cat "$TMP"/forgehand-[0-9w]*.unanswered | sed "s/.*/'&'/" | paste -sd, -)
 LATE_ROWS=0
 if [[ -n $UNANSWERED ]]; then
   LATE_ROWS=$(sqlite3 "$DB" "select count(*) from deliveries where outcome='accepted' and delivery_id in ($UNANSWERED)") \
@@ -217,6 +273,7 @@ echo "deliveries by outcome: ${OUTCOMES:-none}; jobs: $JOBS"
 # ------------------------------------------------------------------ report
 STAMP=$(date -u +%Y-%m-%dT%H%M%SZ)
 export TMP STAMP RESULTS ACCEPTED_ROWS LATE_ROWS OUTCOMES JOBS WRK_CMD ROUNDS DURATION WARMUP STOP_SIGNAL OCTOKIT_VERSION FH_RC
+export PG_ACCEPTED_ROWS PG_LATE_ROWS PG_OUTCOMES PG_FH_RC PG_VERSION
 export NODE_VERSION=$(node --version) WRK_VERSION=$(wrk -v 2>&1 | head -n1 | awk '{print $2}')
 export GIT_REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo none)
 set +e
@@ -235,28 +292,41 @@ def result(name):
 
 ms = lambda us: us / 1000.0
 rounds = []
+pg_rounds = []
 fh_runs = []  # every forgehand run, warm-ups included: all of them recorded
+pg_runs = []
 for r in range(1, rounds_n + 1):
-    fh, oc = result(f"forgehand-{r}"), result(f"octokit-{r}")
+    fh, pg, oc = result(f"forgehand-{r}"), result(f"forgehand-pg-{r}"), result(f"octokit-{r}")
     fh_runs += [result(f"forgehand-warmup-{r}"), fh]
+    pg_runs += [result(f"forgehand-pg-warmup-{r}"), pg]
     result(f"octokit-warmup-{r}")
     rounds.append((fh, oc, fh["rps"] / oc["rps"] if oc["rps"] else float("inf")))
+    pg_rounds.append((pg, oc, pg["rps"] / oc["rps"] if oc["rps"] else float("inf")))
 
-n202 = sum(r["status"].get("202", 0) for r in fh_runs)
-in_flight = sum(r["in_flight_at_stop"] for r in fh_runs)
+
+def recording(runs, rows, late):
+    """Whether every accepted answer wrk read has its row, and the only
+    other accepted rows are deliveries whose answer wrk never read."""
+    n202 = sum(r["status"].get("202", 0) for r in runs)
+    # forgehand's answers also say "outcome": 202 is also its answer to a
+    # delivery it ignores. A 202 that says something else than "accepted"
+    # is not counted; one that says nothing is.
+    said_accepted = sum(r.get("outcomes", {}).get("accepted", 0) for r in runs)
+    said_any = sum(sum(r.get("outcomes", {}).values()) for r in runs)
+    said_other = said_any - said_accepted
+    accepted_answers = n202 - said_other
+    ok = accepted_answers > 0 and rows == accepted_answers + late
+    return n202, said_accepted, said_any, said_other, ok
+
+
 rows = int(os.environ["ACCEPTED_ROWS"])
 late = int(os.environ["LATE_ROWS"])
-# forgehand's answers also say "outcome": 202 is also its answer to a
-# delivery it ignores. A 202 that says something else than "accepted" is not
-# counted; one that says nothing is.
-said_accepted = sum(r.get("outcomes", {}).get("accepted", 0) for r in fh_runs)
-said_any = sum(sum(r.get("outcomes", {}).values()) for r in fh_runs)
-said_other = said_any - said_accepted
+n202, said_accepted, said_any, said_other, recorded_ok = recording(fh_runs, rows, late)
+pg_rows = int(os.environ["PG_ACCEPTED_ROWS"])
+pg_late = int(os.environ["PG_LATE_ROWS"])
+pg_n202, pg_said_accepted, _, _, pg_recorded_ok = recording(pg_runs, pg_rows, pg_late)
+in_flight = sum(r["in_flight_at_stop"] for r in fh_runs)
 ids_echoed = all(r.get("ids_echoed") for r in fh_runs)
-accepted_answers = n202 - said_other
-# Exact: every accepted answer wrk read has its row, and the only other
-# accepted rows are deliveries whose answer wrk never read (ids listed).
-recorded_ok = accepted_answers > 0 and rows == accepted_answers + late
 
 def side(r):
     return {
@@ -275,6 +345,8 @@ def side(r):
 
 ratios = [ratio for _, _, ratio in rounds]
 fh_p99s = [ms(fh["p99_us"]) for fh, _, _ in rounds]
+pg_ratios = [ratio for _, _, ratio in pg_rounds]
+pg_p99s = [ms(pg["p99_us"]) for pg, _, _ in pg_rounds]
 median_ratio = statistics.median(ratios)
 median_p99 = statistics.median(fh_p99s)
 # All rounds last as long on both sides: the pooled ratio is the requests'.
@@ -293,12 +365,26 @@ report = {
     "payload_bytes": rounds[0][0]["payload_bytes"],
     "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
     "versions": {"wrk": os.environ["WRK_VERSION"], "node": os.environ["NODE_VERSION"],
-                 "octokit_webhooks": os.environ["OCTOKIT_VERSION"]},
+                 "octokit_webhooks": os.environ["OCTOKIT_VERSION"],
+                 "postgresql": os.environ["PG_VERSION"]},
+    "deliveries": "distinct" if os.environ.get("BENCH_SAME_BODY") != "1" else "one body",
     "by_round": [
-        {"round": i + 1, "forgehand": side(fh), "octokit": side(oc),
-         "ratio_rps_forgehand_over_octokit": round(ratio, 3)}
-        for i, (fh, oc, ratio) in enumerate(rounds)
+        {"round": i + 1, "forgehand": side(fh), "forgehand_postgresql": side(pg),
+         "octokit": side(oc),
+         "ratio_rps_forgehand_over_octokit": round(ratio, 3),
+         "ratio_rps_forgehand_postgresql_over_octokit": round(pg_ratio, 3)}
+        for i, ((fh, oc, ratio), (pg, _, pg_ratio)) in enumerate(zip(rounds, pg_rounds))
     ],
+    "median_ratio_rps_forgehand_postgresql_over_octokit": round(statistics.median(pg_ratios), 3),
+    "forgehand_postgresql_p99_ms_median": statistics.median(pg_p99s),
+    "postgresql_recording": {
+        "responses_202_incl_warmup": pg_n202,
+        "accepted_rows": pg_rows,
+        "accepted_rows_for_answers_wrk_never_read": pg_late,
+        "deliveries_by_outcome": os.environ["PG_OUTCOMES"],
+        "forgehand_exit_status": int(os.environ["PG_FH_RC"]),
+        "every_accepted_delivery_recorded": pg_recorded_ok,
+    },
     "median_ratio_rps_forgehand_over_octokit": round(median_ratio, 3),
     "pooled_ratio_rps_forgehand_over_octokit": round(pooled_ratio, 3),
     "forgehand_p99_ms_median": median_p99,
@@ -334,11 +420,11 @@ print(f"   {rounds_n} round(s), each forgehand then octokit; "
       f"{report['warmup_s']} s warm-up before each run, not counted")
 print()
 octo = "octokit " + report["versions"]["octokit_webhooks"]
-print(f"{'round':<7}{'forgehand req/s':>16}{'p50 ms':>8}{'p99 ms':>8}"
-      f"{octo + ' req/s':>26}{'p50 ms':>8}{'p99 ms':>8}{'ratio':>8}")
-for i, (fh, oc, ratio) in enumerate(rounds):
-    print(f"{i + 1:<7}{fh['rps']:>16.0f}{ms(fh['p50_us']):>8.2f}{ms(fh['p99_us']):>8.2f}"
-          f"{oc['rps']:>26.0f}{ms(oc['p50_us']):>8.2f}{ms(oc['p99_us']):>8.2f}{ratio:>7.2f}x")
+print(f"{'round':<7}{'sqlite req/s':>13}{'p99 ms':>8}{'postgresql req/s':>18}{'p99 ms':>8}"
+      f"{octo + ' req/s':>26}{'p99 ms':>8}{'ratios':>16}")
+for i, ((fh, oc, ratio), (pg, _, pg_ratio)) in enumerate(zip(rounds, pg_rounds)):
+    print(f"{i + 1:<7}{fh['rps']:>13.0f}{ms(fh['p99_us']):>8.2f}{pg['rps']:>18.0f}{ms(pg['p99_us']):>8.2f}"
+          f"{oc['rps']:>26.0f}{ms(oc['p99_us']):>8.2f}{ratio:>8.2f}x{pg_ratio:>7.2f}x")
 non2xx = sum(fh["non_2xx"] for fh, _, _ in rounds), sum(oc["non_2xx"] for _, oc, _ in rounds)
 print(f"non-2xx responses: forgehand {non2xx[0]}, octokit {non2xx[1]}")
 print()
@@ -347,6 +433,12 @@ print(f"ratio forgehand/octokit requests/s, median round: {median_ratio:.2f}x "
 print(f"forgehand p99, median round: {median_p99:.2f} ms (worst {max(fh_p99s):.2f})"
       f"   target < 10 ms: {yes(median_p99 < 10.0)}")
 print(f"rounds meeting both targets: {both} of {rounds_n}")
+print(f"postgresql/octokit requests/s, median round: {statistics.median(pg_ratios):.2f}x; "
+      f"p99 median {statistics.median(pg_p99s):.2f} ms; "
+      f"postgresql/sqlite: {statistics.median(p['rps'] / f['rps'] for (f, _, _), (p, _, _) in zip(rounds, pg_rounds)):.2f}x")
+print(f"postgresql: {pg_rows} accepted rows for {pg_n202} responses 202"
+      + (f" + {pg_late} accepted as wrk stopped" if pg_late else "")
+      + f": {yes(pg_recorded_ok)}")
 print(f"accepted deliveries recorded: {rows} rows for {n202} responses 202"
       + (f" ({said_accepted} saying accepted)" if said_any else "")
       + (f" + {late} accepted as wrk stopped, answer unread" if late else "")
@@ -360,7 +452,7 @@ if in_flight and not ids_echoed:
 if n202 == 0:
     print("error: forgehand answered no request with 202: nothing was measured")
 print(f"\nwritten: {path}")
-sys.exit(0 if recorded_ok else 3)
+sys.exit(0 if recorded_ok and pg_recorded_ok else 3)
 PY
 status=$?
 set -e

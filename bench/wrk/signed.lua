@@ -50,6 +50,95 @@ local signature = slurp(signature_path):gsub("%s+", "")
 assert(signature:match("^%x+$") and #signature == 64,
        signature_path .. " must hold a hex HMAC-SHA256")
 
+-- Distinct bodies (the default): payload.json with a nonce field last,
+-- each request its own, signed here from the HMAC's state after the part
+-- that is the same (make_payload.py writes payload.prefix and
+-- payload.hmac). BENCH_SAME_BODY=1 sends payload.json itself every time:
+-- the server records each as a replay of the first (a duplicate).
+local same_body = os.getenv("BENCH_SAME_BODY") == "1" or os.getenv("BENCH_DELIVERY_ID")
+local prefix, inner_state, outer_state
+if not same_body then
+   local dir = payload_path:match("^(.*)/[^/]*$") or "."
+   prefix = slurp(dir .. "/payload.prefix")
+   local words = {}
+   for w in slurp(dir .. "/payload.hmac"):gmatch("%x+") do
+      table.insert(words, tonumber(w, 16))
+   end
+   assert(#words == 16 and #prefix % 64 == 0, "payload.prefix and payload.hmac: run make_payload.py")
+   inner_state = { unpack(words, 1, 8) }
+   outer_state = { unpack(words, 9, 16) }
+end
+
+-- SHA-256's compression on LuaJIT's 32-bit operations (sums of a few
+-- 32-bit values are exact in a double; tobit wraps them).
+local bit = require("bit")
+local band, bxor, bnot, rshift, lshift, ror, tobit, tohex =
+   bit.band, bit.bxor, bit.bnot, bit.rshift, bit.lshift, bit.ror, bit.tobit, bit.tohex
+local K = {
+   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+   0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+   0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+   0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+   0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+   0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+   0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+   0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+}
+local w = {}
+
+local function compress(h, block, at)
+   for i = 0, 15 do
+      local a, b, c, d = block:byte(at + i * 4, at + i * 4 + 3)
+      w[i] = tobit(lshift(a, 24) + lshift(b, 16) + lshift(c, 8) + d)
+   end
+   for i = 16, 63 do
+      local x, y = w[i - 15], w[i - 2]
+      local s0 = bxor(ror(x, 7), ror(x, 18), rshift(x, 3))
+      local s1 = bxor(ror(y, 17), ror(y, 19), rshift(y, 10))
+      w[i] = tobit(w[i - 16] + s0 + w[i - 7] + s1)
+   end
+   local a, b, c, d, e, f, g, hh = h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8]
+   for i = 0, 63 do
+      local t1 = tobit(hh + bxor(ror(e, 6), ror(e, 11), ror(e, 25))
+                       + bxor(band(e, f), band(bnot(e), g)) + K[i + 1] + w[i])
+      local t2 = tobit(bxor(ror(a, 2), ror(a, 13), ror(a, 22))
+                       + bxor(band(a, b), band(a, c), band(b, c)))
+      hh, g, f, e, d, c, b, a = g, f, e, tobit(d + t1), c, b, a, tobit(t1 + t2)
+   end
+   return { tobit(h[1] + a), tobit(h[2] + b), tobit(h[3] + c), tobit(h[4] + d),
+            tobit(h[5] + e), tobit(h[6] + f), tobit(h[7] + g), tobit(h[8] + hh) }
+end
+
+-- The digest of what `h` hashed so far followed by `tail` (under 56
+-- bytes), `total` bytes in all.
+local function finish(h, tail, total)
+   local bits = total * 8
+   local block = tail .. "\128" .. string.rep("\0", 55 - #tail) .. "\0\0\0\0"
+      .. string.char(band(rshift(bits, 24), 255), band(rshift(bits, 16), 255),
+                     band(rshift(bits, 8), 255), band(bits, 255))
+   return compress(h, block, 1)
+end
+
+local function words_bytes(h)
+   local out = {}
+   for i = 1, 8 do
+      local x = h[i]
+      out[i] = string.char(band(rshift(x, 24), 255), band(rshift(x, 16), 255),
+                           band(rshift(x, 8), 255), band(x, 255))
+   end
+   return table.concat(out)
+end
+
+-- The body with `nonce` (32 hex digits) and its signature's hex.
+local function signed(nonce)
+   local tail = nonce .. '"}'
+   local inner = finish(inner_state, tail, 64 + #prefix + #tail)
+   local outer = finish(outer_state, words_bytes(inner), 64 + 32)
+   local hex = {}
+   for i = 1, 8 do hex[i] = tohex(outer[i], 8) end
+   return prefix .. tail, table.concat(hex)
+end
+
 local run = (tonumber(os.getenv("BENCH_RUN") or "") or os.time()) % 4294967296
 local fixed_id = os.getenv("BENCH_DELIVERY_ID")
 if fixed_id == "" then fixed_id = nil end
@@ -208,9 +297,13 @@ function init(args)
       "X-GitHub-Hook-ID: 292430182",
       "X-GitHub-Hook-Installation-Target-Type: repository",
       "X-GitHub-Hook-Installation-Target-ID: 186853002",
-      "X-Hub-Signature-256: sha256=" .. signature,
-      string.format("Content-Length: %d", #body),
    }
+   if same_body then
+      table.insert(lines, "X-Hub-Signature-256: sha256=" .. signature)
+      table.insert(lines, string.format("Content-Length: %d", #body))
+   else
+      table.insert(lines, string.format("Content-Length: %d", #prefix + 34))
+   end
    head = table.concat(lines, "\r\n") .. "\r\nX-GitHub-Delivery: "
    tail = "\r\n\r\n" .. body
    id_prefix = delivery_id(thread_no, 0):sub(1, 24)
@@ -233,7 +326,12 @@ function request()
    if fixed_id then
       return head .. fixed_id .. tail
    end
-   return head .. delivery_id(thread_no, counter) .. tail
+   local id = delivery_id(thread_no, counter)
+   if same_body then
+      return head .. id .. tail
+   end
+   local this_body, sig = signed(id:gsub("-", ""))
+   return head .. id .. "\r\nX-Hub-Signature-256: sha256=" .. sig .. "\r\n\r\n" .. this_body
 end
 
 function response(status, headers, body)

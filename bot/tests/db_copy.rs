@@ -301,3 +301,54 @@ async fn db_migrate_makes_the_schema() {
     assert!(said.contains("the schema is current"), "{said}");
     bare.job_counts().await.unwrap();
 }
+
+/// `/readyz` fails while the database cannot be reached (a load balancer
+/// then sends the forge's webhooks to a replica that can record them),
+/// and the replica's workers keep nothing half-done: nothing to show but
+/// the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_while_postgres_is_gone() {
+    let server = PgServer::start_private().unwrap();
+    let url = server.create_database().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config_for(dir.path());
+    config.database.url = url;
+    config.queue.workers = 0;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(forgehand_bot::service::serve_on(
+        listener,
+        config,
+        forgehand_bot::service::Runner::logging(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let ready = || async {
+        reqwest::get(format!("{base}/readyz"))
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while ready().await != 200 {
+        assert!(std::time::Instant::now() < deadline, "never ready");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = ready().await;
+        if status == 503 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {status} with the database gone"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), serving).await;
+}
