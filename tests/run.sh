@@ -54,6 +54,13 @@ if [ "${FORGEHAND_TEST_MICROVM:-}" = 1 ] && [ "$status" = 0 ]; then
   status=${PIPESTATUS[0]}
 fi
 if [ "$status" = 0 ]; then
+  # The queue's tests again, on PostgreSQL (the store's conformance suite
+  # runs on both stores in the workspace run above).
+  echo "==> the queue's tests on PostgreSQL"
+  FORGEHAND_TEST_STORE=postgres cargo test --locked -p forgehand-queue --tests 2>&1 | tee -a "$log"
+  status=${PIPESTATUS[0]}
+fi
+if [ "$status" = 0 ]; then
   # The default feature set is what the quick start and the container
   # build: compiled and linted too, and the first-run suite and the
   # service's own tests run on that very binary.

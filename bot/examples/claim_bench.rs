@@ -80,7 +80,11 @@ async fn open(kind: Kind) -> (Arc<dyn Store>, Option<tempfile::TempDir>, Tidy) {
         Kind::Postgres => {
             let url = PgServer::shared().create_database().await.unwrap();
             let store = PgStore::connect(&url, &PgOptions::default()).await.unwrap();
-            (Arc::new(store.clone()), None, Tidy::Postgres(Box::new(store)))
+            (
+                Arc::new(store.clone()),
+                None,
+                Tidy::Postgres(Box::new(store)),
+            )
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The durable queue against a real SQLite file: running, retries with
+//! The durable queue against a real SQLite file (and PostgreSQL, with
+//! FORGEHAND_TEST_STORE=postgres): running, retries with
 //! backoff, dead letters, panics, leases and heartbeats, graceful shutdown.
 //! The rules per target (one running job, newest request first, stops) are
 //! in queue_targets.rs.

@@ -41,17 +41,37 @@ pub struct Queue {
     pub _dir: tempfile::TempDir,
 }
 
+/// A queue on a fresh database of the store these tests run on: SQLite,
+/// or with `FORGEHAND_TEST_STORE=postgres` (tests/run.sh runs them both
+/// ways) a PostgreSQL database on the server the harness starts.
 pub async fn queue(max_attempts: u32) -> Queue {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("q.db").display());
-    let store = SqliteStore::connect(&url)
-        .await
-        .unwrap()
-        .with_max_attempts(max_attempts);
-    Queue {
-        store: Arc::new(store),
-        _dir: dir,
-    }
+    let store: Arc<dyn Store> = match std::env::var("FORGEHAND_TEST_STORE").as_deref() {
+        Ok("postgres") => {
+            let url = forgehand_store_test_support::PgServer::shared()
+                .create_database()
+                .await
+                .unwrap();
+            let options = forgehand_store_pg::PgOptions::default();
+            Arc::new(
+                forgehand_store_pg::PgStore::connect(&url, &options)
+                    .await
+                    .unwrap()
+                    .with_max_attempts(max_attempts),
+            )
+        }
+        Ok("sqlite") | Err(_) => {
+            let url = format!("sqlite://{}", dir.path().join("q.db").display());
+            Arc::new(
+                SqliteStore::connect(&url)
+                    .await
+                    .unwrap()
+                    .with_max_attempts(max_attempts),
+            )
+        }
+        Ok(other) => panic!("FORGEHAND_TEST_STORE={other}: sqlite or postgres"),
+    };
+    Queue { store, _dir: dir }
 }
 
 /// A job that supersedes nothing, so several can wait for one target.
