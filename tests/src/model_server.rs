@@ -212,6 +212,13 @@ impl ModelServer {
         Ok(server)
     }
 
+    /// From now on every conversation plays `steps` at its own turn,
+    /// whatever others run at the same time (several workers sharing one
+    /// script in order would take each other's steps).
+    pub fn per_conversation(&self, steps: Vec<Step>) {
+        self.script.lock().unwrap().routes = vec![(String::new(), steps)];
+    }
+
     /// The review turn is the script's to answer, like any other turn
     /// (by default it is answered by finishing again).
     pub fn script_reviews(&self) {
