@@ -9,7 +9,7 @@ use std::sync::{mpsc as std_mpsc, Arc};
 
 use forgehand_store::{
     CompressedPayload, DuplicateOf, InstallationChange, InstallationUpdate, IntakeLog, JobId,
-    NewDelivery, Outcome, Recorded, StoreError, StoreResult, SyncHandle,
+    NewDelivery, Outcome, PayloadDigest, Recorded, StoreError, StoreResult, SyncHandle,
 };
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Transaction};
@@ -55,10 +55,47 @@ async fn record_one(
     // must not, or a forged request could block the genuine delivery.
     let claims_id =
         matches!(d.outcome, Outcome::Accepted | Outcome::Ignored) && d.delivery_id.is_some();
-    if claims_id {
-        return record_new(tx, d, max_attempts).await;
-    }
-    let delivery = insert_delivery(tx, d, d.outcome, None).await?;
+    let delivery = if claims_id {
+        let row = Row::of(d, d.outcome, None);
+        let claimed = sqlx::query_file_scalar!(
+            "queries/intake/claim_delivery.sql",
+            row.forge,
+            row.delivery_id,
+            row.event,
+            row.event_name,
+            row.outcome,
+            row.status_code,
+            row.reason,
+            row.repo,
+            row.target,
+            row.sender,
+            row.detail,
+            row.payload,
+            row.received_at,
+            row.duplicate_of
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(delivery) = claimed else {
+            let first = sqlx::query_file_scalar!(
+                "queries/intake/first_delivery.sql",
+                d.forge.as_str(),
+                d.delivery_id
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            let delivery = insert_delivery(tx, d, Outcome::Duplicate, Some(first)).await?;
+            return duplicate(tx, delivery, first, DuplicateOf::DeliveryId).await;
+        };
+        if let Some(digest) = &d.digest {
+            if let Some(first) = claim_digest(tx, digest, d, delivery).await? {
+                return record_replay(tx, delivery, first).await;
+            }
+        }
+        delivery
+    } else {
+        insert_delivery(tx, d, d.outcome, None).await?
+    };
     let mut jobs = Vec::with_capacity(d.jobs.len());
     for job in &d.jobs {
         let id = sqlx::query_file_scalar!(
@@ -81,73 +118,35 @@ async fn record_one(
     Ok(Recorded::New { delivery, jobs })
 }
 
-/// An accepted or ignored delivery with an id: its row, its digest and
-/// its jobs in one statement; then, when its id or its body was recorded
-/// before, what a duplicate or a replay takes.
-async fn record_new(
+/// Records the digest of delivery `delivery`'s body, unless the same body
+/// was recorded before: then returns the row of the delivery it came with.
+async fn claim_digest(
     tx: &mut PgConnection,
+    digest: &PayloadDigest,
     d: &NewDelivery,
-    max_attempts: u32,
-) -> StoreResult<Recorded> {
-    let row = Row::of(d, d.outcome, None);
-    let (signer, sha256) = match &d.digest {
-        Some(digest) => (Some(digest.signer), Some(&digest.sha256[..])),
-        None => (None, None),
-    };
-    let kinds: Vec<&str> = d.jobs.iter().map(|j| j.kind.as_str()).collect();
-    let payloads: Vec<&str> = d.jobs.iter().map(|j| j.payload.as_str()).collect();
-    let targets: Vec<&str> = d.jobs.iter().map(|j| j.target_key.as_str()).collect();
-    let supersedable: Vec<bool> = d.jobs.iter().map(|j| j.supersedable).collect();
-    let taken = sqlx::query_file!(
-        "queries/intake/record_new.sql",
-        row.forge,
-        row.delivery_id,
-        row.event,
-        row.event_name,
-        row.outcome,
-        row.status_code,
-        row.reason,
-        row.repo,
-        row.target,
-        row.sender,
-        row.detail,
-        row.payload,
-        row.received_at,
-        row.duplicate_of,
-        signer,
-        sha256,
-        i64::from(max_attempts),
-        &kinds as &[&str],
-        &payloads as &[&str],
-        &targets as &[&str],
-        &supersedable as &[bool]
+    delivery: i64,
+) -> StoreResult<Option<i64>> {
+    let claimed = sqlx::query_file_scalar!(
+        "queries/intake/claim_digest.sql",
+        digest.signer,
+        &digest.sha256[..],
+        d.event,
+        delivery,
+        d.received_at
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if claimed.is_some() {
+        return Ok(None);
+    }
+    let first = sqlx::query_file_scalar!(
+        "queries/intake/digest_owner.sql",
+        digest.signer,
+        &digest.sha256[..]
     )
     .fetch_one(&mut *tx)
     .await?;
-    let Some(delivery) = taken.delivery else {
-        let first = sqlx::query_file_scalar!(
-            "queries/intake/first_delivery.sql",
-            d.forge.as_str(),
-            d.delivery_id
-        )
-        .fetch_one(&mut *tx)
-        .await?;
-        let delivery = insert_delivery(tx, d, Outcome::Duplicate, Some(first)).await?;
-        return duplicate(tx, delivery, first, DuplicateOf::DeliveryId).await;
-    };
-    if let (Some(signer), Some(sha256), false) = (signer, sha256, taken.digest_claimed) {
-        let first = sqlx::query_file_scalar!("queries/intake/digest_owner.sql", signer, sha256)
-            .fetch_one(&mut *tx)
-            .await?;
-        return record_replay(tx, delivery, first).await;
-    }
-    if let Some(change) = &d.installation {
-        record_installation(tx, change, d.received_at).await?;
-    }
-    Ok(Recorded::New {
-        delivery,
-        jobs: taken.jobs.into_iter().map(JobId).collect(),
-    })
+    Ok(Some(first))
 }
 
 /// A body already recorded, under a new delivery id: the row just claimed
