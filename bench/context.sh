@@ -70,24 +70,13 @@ for bin in "${bins[@]}"; do
   end=$(date +%s.%N)
   kill "$model_pid" 2>/dev/null || true
   wait "$model_pid" 2>/dev/null || true
-  python3 - "$bin" "$work/report.json" "$(echo "$end - $start" | bc)" <<'PY'
+  python3 "$HERE/requests.py" "$work/report.json" > "$work/requests.json"
+  python3 - "$bin" "$work/requests.json" "$(echo "$end - $start" | bc)" <<'PY'
 import json, sys
-bin, report, secs = sys.argv[1], json.load(open(sys.argv[2])), float(sys.argv[3])
-events = [json.loads(l) for l in open(report["transcript"])]
-requests = [e["request"]["messages"] for e in events if e.get("event") == "model_call"]
-total = missed = 0
-previous = []
-for messages in requests:
-    sizes = [len(json.dumps(m, separators=(",", ":"))) for m in messages]
-    shared = 0
-    while shared < min(len(previous), len(messages)) and previous[shared] == messages[shared]:
-        shared += 1
-    total += sum(sizes)
-    missed += sum(sizes[shared:])
-    previous = messages
-clearings = sum(1 for e in events if e.get("event") == "compacted")
-print(f"{bin},{len(requests)},{total // 4},{missed // 4},{1 - missed / total:.3f},{clearings},{secs:.1f}")
-if report.get("status") not in ("succeeded", "untested"):
-    print(f"  (the run ended {report.get('status')}: {report.get('reason')} {report.get('message')})", file=sys.stderr)
+bin, r, secs = sys.argv[1], json.load(open(sys.argv[2])), float(sys.argv[3])
+cached = 1 - r["uncached_input_tokens"] / r["input_tokens"]
+print(f"{bin},{r['requests']},{r['input_tokens']},{r['uncached_input_tokens']},{cached:.3f},{r['clearings']},{secs:.1f}")
+if r["status"] not in ("succeeded", "untested"):
+    print(f"  (the run ended {r['status']}: {r['reason']} {r['message']})", file=sys.stderr)
 PY
 done

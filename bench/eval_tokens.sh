@@ -62,24 +62,12 @@ PY
         --repo "$work/repo" --task "$(cat "$work/task")" > "$work/report.json" 2> "$work/stderr" || true
     kill "$model_pid" 2>/dev/null || true
     wait "$model_pid" 2>/dev/null || true
-    python3 - "$bin" "$id" "$work/report.json" <<'PY'
+    python3 "$HERE/requests.py" "$work/report.json" > "$work/requests.json"
+    python3 - "$bin" "$id" "$work/requests.json" <<'PY'
 import json, sys
-bin, id, report = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
-events = [json.loads(l) for l in open(report["transcript"])]
-requests = [e["request"]["messages"] for e in events if e.get("event") == "model_call"]
-total = missed = 0
-previous = []
-each = []
-for messages in requests:
-    sizes = [len(json.dumps(m, separators=(",", ":"))) for m in messages]
-    shared = 0
-    while shared < min(len(previous), len(messages)) and previous[shared] == messages[shared]:
-        shared += 1
-    total += sum(sizes)
-    missed += sum(sizes[shared:])
-    each.append(str(sum(sizes) // 4))
-    previous = messages
-print(f"{bin},{id},{report.get('status')},{len(requests)},{total // 4},{missed // 4},{'/'.join(each)}")
+bin, id, r = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3]))
+each = "/".join(str(n) for n in r["by_request"])
+print(f"{bin},{id},{r['status']},{r['requests']},{r['input_tokens']},{r['uncached_input_tokens']},{each}")
 PY
   done < "$tmp/rows"
 done

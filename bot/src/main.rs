@@ -64,18 +64,8 @@ enum Command {
         /// What to do, in plain words.
         #[arg(long)]
         task: String,
-        /// openai or anthropic (default: model.provider).
-        #[arg(long)]
-        provider: Option<Provider>,
-        /// The model server (default: model.base_url).
-        #[arg(long)]
-        base_url: Option<String>,
-        /// The model's name (default: model.name).
-        #[arg(long)]
-        model: Option<String>,
-        /// auto, microvm or namespace (default: sandbox.backend).
-        #[arg(long)]
-        backend: Option<BackendChoice>,
+        #[command(flatten)]
+        agent: AgentFlags,
         /// Also commit changes the gate holds: anything but ordinary
         /// source, tests and documentation (listed either way; see
         /// `forgehand gate explain`).
@@ -130,19 +120,27 @@ enum Command {
         /// OWNER__NAME) before they are cloned from GitHub.
         #[arg(long)]
         repos: Option<PathBuf>,
-        /// openai or anthropic (default: model.provider).
-        #[arg(long)]
-        provider: Option<Provider>,
-        /// The model server (default: model.base_url).
-        #[arg(long)]
-        base_url: Option<String>,
-        /// The model's name (default: model.name).
-        #[arg(long)]
-        model: Option<String>,
-        /// auto, microvm or namespace (default: sandbox.backend).
-        #[arg(long)]
-        backend: Option<BackendChoice>,
+        #[command(flatten)]
+        agent: AgentFlags,
     },
+}
+
+/// The model and sandbox flags of `run` and `eval`, over the
+/// configuration's.
+#[derive(clap::Args)]
+struct AgentFlags {
+    /// openai or anthropic (default: model.provider).
+    #[arg(long)]
+    provider: Option<Provider>,
+    /// The model server (default: model.base_url).
+    #[arg(long)]
+    base_url: Option<String>,
+    /// The model's name (default: model.name).
+    #[arg(long)]
+    model: Option<String>,
+    /// auto, microvm or namespace (default: sandbox.backend).
+    #[arg(long)]
+    backend: Option<BackendChoice>,
 }
 
 #[derive(Subcommand)]
@@ -354,10 +352,7 @@ fn main() -> ExitCode {
         Command::Run {
             repo,
             task,
-            provider,
-            base_url,
-            model,
-            backend,
+            agent,
             allow_sensitive,
             allow_destructive,
             allow_failing_tests,
@@ -368,10 +363,10 @@ fn main() -> ExitCode {
             let args = RunArgs {
                 repo,
                 task,
-                provider,
-                base_url,
-                model,
-                backend,
+                provider: agent.provider,
+                base_url: agent.base_url,
+                model: agent.model,
+                backend: agent.backend,
                 allow_sensitive,
                 allow_destructive,
                 include_uncommitted,
@@ -435,10 +430,7 @@ fn main() -> ExitCode {
             jobs,
             max_dollars,
             repos,
-            provider,
-            base_url,
-            model,
-            backend,
+            agent,
         } => {
             let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
             let args = EvalArgs {
@@ -449,10 +441,10 @@ fn main() -> ExitCode {
                 jobs,
                 max_dollars,
                 repos,
-                provider,
-                base_url,
-                model,
-                backend,
+                provider: agent.provider,
+                base_url: agent.base_url,
+                model: agent.model,
+                backend: agent.backend,
             };
             let mut stdout = std::io::stdout();
             match runtime.block_on(eval::eval(&config, args, &mut stdout)) {

@@ -13,34 +13,15 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
-use forgehand_bot::job::{Job, Task};
 use forgehand_bot::store::{
-    Finish, InstallationChange, InstallationUpdate, IntakeWriter, NewDelivery, NewJob, Outcome,
+    Finish, InstallationChange, InstallationUpdate, IntakeWriter, NewDelivery, Outcome,
     PayloadDigest, Recorded, SqliteStore, Store,
 };
-use forgehand_forge::{ForgeKind, Repo};
+use forgehand_forge::ForgeKind;
 use forgehand_store_test_support::PgServer;
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
-
-fn job(target: u64) -> NewJob {
-    let job = Job {
-        forge: ForgeKind::Github,
-        repo: Repo {
-            owner: "acme".into(),
-            name: "widgets".into(),
-            clone_url: None,
-            default_branch: None,
-            private: false,
-        },
-        target,
-        on_pull_request: false,
-        requested_by: "maintainer".into(),
-        task: Task::Assigned,
-    };
-    (&job).into()
-}
 
 fn delivery(id: &str, outcome: Outcome, targets: &[u64]) -> NewDelivery {
     NewDelivery {
@@ -60,7 +41,7 @@ fn delivery(id: &str, outcome: Outcome, targets: &[u64]) -> NewDelivery {
         sender: Some("maintainer".into()),
         detail: None,
         payload: None,
-        jobs: targets.iter().map(|&t| job(t)).collect(),
+        jobs: targets.iter().map(|&t| common::job(t)).collect(),
         installation: None,
         digest: (outcome != Outcome::Rejected)
             .then(|| PayloadDigest::of(ForgeKind::Github, id.as_bytes())),

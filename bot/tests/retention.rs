@@ -7,32 +7,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use forgehand_bot::job::{Job, Task};
 use forgehand_bot::store::{
-    Finish, NewDelivery, NewJob, Outcome, PayloadDigest, Retention, SqliteStore, Store,
+    Finish, NewDelivery, Outcome, PayloadDigest, Retention, SqliteStore, Store,
 };
-use forgehand_forge::{ForgeKind, Repo};
+use forgehand_forge::ForgeKind;
 use tokio::net::TcpListener;
 
 const DAY: i64 = 24 * 60 * 60 * 1000;
-
-fn job(target: u64) -> NewJob {
-    let job = Job {
-        forge: ForgeKind::Github,
-        repo: Repo {
-            owner: "acme".into(),
-            name: "widgets".into(),
-            clone_url: None,
-            default_branch: None,
-            private: false,
-        },
-        target,
-        on_pull_request: false,
-        requested_by: "m".into(),
-        task: Task::Assigned,
-    };
-    (&job).into()
-}
 
 /// A delivery received at `at`, with `jobs` jobs on target `target`.
 fn delivery(id: &str, outcome: Outcome, at: i64, target: u64, jobs: usize) -> NewDelivery {
@@ -53,7 +34,7 @@ fn delivery(id: &str, outcome: Outcome, at: i64, target: u64, jobs: usize) -> Ne
         sender: None,
         detail: None,
         payload: None,
-        jobs: (0..jobs).map(|_| job(target)).collect(),
+        jobs: (0..jobs).map(|_| common::job(target)).collect(),
         installation: None,
         digest: (outcome != Outcome::Rejected)
             .then(|| PayloadDigest::of(ForgeKind::Github, id.as_bytes())),

@@ -212,3 +212,22 @@ pub fn rfc3339_days_ago(days: i64) -> String {
     at.format(&time::format_description::well_known::Rfc3339)
         .unwrap()
 }
+
+/// An assignment of issue `target` on acme/widgets, as the store queues it.
+pub fn job(target: u64) -> forgehand_bot::store::NewJob {
+    let job = forgehand_bot::job::Job {
+        forge: forgehand_forge::ForgeKind::Github,
+        repo: forgehand_forge::Repo {
+            owner: "acme".into(),
+            name: "widgets".into(),
+            clone_url: None,
+            default_branch: None,
+            private: false,
+        },
+        target,
+        on_pull_request: false,
+        requested_by: "maintainer".into(),
+        task: forgehand_bot::job::Task::Assigned,
+    };
+    (&job).into()
+}

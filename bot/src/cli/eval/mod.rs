@@ -416,10 +416,7 @@ impl Shared<'_> {
             resolved: false,
             reason: None,
             message: None,
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
+            usage: forgehand_model::Usage::default(),
             cost_usd: Some(0.0),
             turns: 0,
             wall_secs: 0.0,
@@ -476,10 +473,7 @@ impl Shared<'_> {
                         report.message.as_deref().unwrap_or("no message")
                     );
                 }
-                result.input_tokens = report.usage.input_tokens;
-                result.output_tokens = report.usage.output_tokens;
-                result.cache_read_tokens = report.usage.cache_read_tokens;
-                result.cache_write_tokens = report.usage.cache_write_tokens;
+                result.usage = report.usage;
                 result.cost_usd = report.cost_usd;
                 result.turns = report.turns;
                 result.transcript = report.transcript.clone();
@@ -640,10 +634,10 @@ fn table(
         lo * 100.0,
         hi * 100.0,
         dollars(summary.cost_usd),
-        summary.input_tokens,
-        summary.cache_read_tokens,
-        summary.cache_write_tokens,
-        summary.output_tokens
+        summary.usage.input_tokens,
+        summary.usage.cache_read_tokens,
+        summary.usage.cache_write_tokens,
+        summary.usage.output_tokens
     )?;
     for (reason, count) in &summary.reasons {
         writeln!(out, "  not resolved, {reason}: {count}")?;

@@ -77,10 +77,11 @@ pub struct InstanceRun {
     /// What the reason leaves out: the run's message, the test command's
     /// exit.
     pub message: Option<String>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
+    /// The four token counts, as the provider billed them (flattened:
+    /// `input_tokens`, `output_tokens`, `cache_read_tokens`,
+    /// `cache_write_tokens`).
+    #[serde(flatten)]
+    pub usage: Usage,
     /// `null` when the model has no price.
     pub cost_usd: Option<f64>,
     pub turns: u32,
@@ -89,17 +90,6 @@ pub struct InstanceRun {
     pub transcript: Option<PathBuf>,
     /// The scored tests' output.
     pub test_log: Option<PathBuf>,
-}
-
-impl InstanceRun {
-    pub fn usage(&self) -> Usage {
-        Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            cache_read_tokens: self.cache_read_tokens,
-            cache_write_tokens: self.cache_write_tokens,
-        }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -215,10 +205,8 @@ pub struct Summary {
     pub interval: [f64; 2],
     /// `null` when any run's model had no price.
     pub cost_usd: Option<f64>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
+    #[serde(flatten)]
+    pub usage: Usage,
     /// Unresolved instance-runs by reason.
     pub reasons: BTreeMap<String, usize>,
     /// Why the evaluation ended before every run was done.
@@ -236,7 +224,10 @@ impl Summary {
         let cost_usd = results
             .iter()
             .try_fold(0.0, |sum, r| r.cost_usd.map(|c| sum + c));
-        let sum = |f: fn(&InstanceRun) -> u64| results.iter().map(f).sum();
+        let mut usage = Usage::default();
+        for r in results {
+            usage += r.usage;
+        }
         Summary {
             instances,
             runs,
@@ -249,10 +240,7 @@ impl Summary {
             },
             interval: wilson(resolved, done),
             cost_usd,
-            input_tokens: sum(|r| r.input_tokens),
-            output_tokens: sum(|r| r.output_tokens),
-            cache_read_tokens: sum(|r| r.cache_read_tokens),
-            cache_write_tokens: sum(|r| r.cache_write_tokens),
+            usage,
             reasons,
             stopped: None,
         }
@@ -305,10 +293,12 @@ mod tests {
             resolved,
             reason,
             message: None,
-            input_tokens: 100,
-            output_tokens: 10,
-            cache_read_tokens: 1,
-            cache_write_tokens: 2,
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 10,
+                cache_read_tokens: 1,
+                cache_write_tokens: 2,
+            },
             cost_usd: cost,
             turns: 3,
             wall_secs: 1.0,
@@ -345,7 +335,7 @@ mod tests {
         let summary = Summary::of(3, 1, &results);
         assert_eq!(summary.resolved, 1);
         assert_eq!(summary.cost_usd, Some(1.0));
-        assert_eq!(summary.input_tokens, 300);
+        assert_eq!(summary.usage.input_tokens, 300);
         assert_eq!(summary.reasons["tests_failed"], 2);
         let unpriced = [run("a", true, None, None), run("b", true, None, Some(1.0))];
         assert_eq!(Summary::of(2, 1, &unpriced).cost_usd, None);
