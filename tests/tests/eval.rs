@@ -397,12 +397,16 @@ fn small_dataset(dir: &Path) -> PathBuf {
     dataset
 }
 
-/// A repository whose checkout differs from its commit (a
-/// `working-tree-encoding` in `.gitattributes`) cannot be run on: the run
-/// is not recorded as the agent's failure (red-team round 2: it was
-/// scored `input`, while the gold control passed).
+/// A repository whose checkout differs from its blobs (a
+/// `working-tree-encoding` in `.gitattributes`) is run on and scored
+/// like any other. Red-team round 2: the run was scored `input` while the
+/// gold control passed; the fix of that round left it not recorded,
+/// which CI then saw depend on the second the clone was checked out in
+/// (libgit2, blind to the attribute, read the files as changed only when
+/// their timestamps sent it to the contents). The run's status is now
+/// git's own.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_clone_run_will_not_start_from_is_not_the_agents_failure() {
+async fn a_repository_whose_checkout_differs_from_its_blobs_is_scored() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("etc/forgehand.toml");
     let home = dir.path().join("home");
@@ -445,14 +449,13 @@ async fn a_clone_run_will_not_start_from_is_not_the_agents_failure() {
         .await
         .unwrap();
     let out = eval.run("out", &[], Some(&server));
-    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("calc-1 run 1: not recorded, to be run again: input"),
-        "{}",
-        said(&out)
-    );
-    assert!(eval.results("out").is_empty());
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    let results = eval.results("out");
+    assert_eq!(results.len(), 1, "{}", said(&out));
+    assert_eq!(results[0]["reason"], "no_changes", "{}", said(&out));
+    let out = eval.run("gold", &["--patch", "gold"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out));
+    assert_eq!(eval.summary("gold")["resolved"], 1, "{}", said(&out));
 }
 
 /// A model that cannot be reached measures the model's API, not the

@@ -463,8 +463,8 @@ impl Shared<'_> {
                     Err(error) => run::RunReport::from_error(&error),
                 };
                 // Not the agent's doing: the model's API, Forgehand's own
-                // machinery, or a clone `run` will not start from (a
-                // repository whose checkout differs from its commit).
+                // machinery, or a clone `run` will not start from (git
+                // calls a fresh clone clean, so none is expected).
                 if let Some(reason @ (Reason::ModelError | Reason::Infra | Reason::Input)) =
                     report.reason
                 {

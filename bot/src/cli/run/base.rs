@@ -25,6 +25,8 @@ pub enum InputError {
     Detached,
     #[error("the working tree has uncommitted changes the agent would not see ({}): commit or stash them, or run with --include-uncommitted to work on them too", .0.join(", "))]
     Uncommitted(Vec<String>),
+    #[error("`git status` in {0} failed: {1}")]
+    Status(PathBuf, String),
     #[error("Forgehand's data would be kept inside the repository it works on ({listed}): set server.data_dir in the configuration to a directory outside {repo}")]
     DataInside { listed: String, repo: PathBuf },
 }
@@ -68,7 +70,7 @@ pub fn open(path: &Path, include_uncommitted: bool) -> Result<Base, InputError> 
         .id();
     drop(head);
     let changes =
-        uncommitted(&source.repo).map_err(|_| InputError::NotARepository(path.clone()))?;
+        uncommitted(&path).map_err(|e| InputError::Status(path.clone(), e.to_string()))?;
     if changes.is_empty() {
         return Ok(Base {
             path,
@@ -95,33 +97,61 @@ pub fn open(path: &Path, include_uncommitted: bool) -> Result<Base, InputError> 
 }
 
 /// The working tree's changes against `HEAD`, ignored files left out, as
-/// `git status --short` lists them (`M calc.py`, `?? notes.txt`).
-fn uncommitted(repo: &git2::Repository) -> Result<Vec<String>, git2::Error> {
-    let mut options = git2::StatusOptions::new();
-    options
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo.statuses(Some(&mut options))?;
-    Ok(statuses
-        .iter()
+/// `git status --short` lists them (`M calc.py`, `?? notes.txt`), sorted
+/// by path.
+///
+/// Asked of git itself, not libgit2: libgit2 knows none of the
+/// repository's filters (`working-tree-encoding`, LFS's clean filter), so
+/// a file whose checkout differs from its blob read as modified whenever
+/// its timestamps sent libgit2 to the contents — a clean clone refused
+/// or not depending on the second it was checked out in. What counts is
+/// what the user's own `git status` says. `--no-optional-locks`: the
+/// user's index is not rewritten by looking.
+fn uncommitted(path: &Path) -> std::io::Result<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .arg("--no-optional-locks")
+        .arg("-C")
+        .arg(path)
+        .args([
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+            "--no-renames",
+        ])
+        // The repository is the one given, whatever the caller's shell
+        // points git at.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    let mut entries: Vec<(String, String)> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|entry| entry.len() > 3)
         .map(|entry| {
-            let s = entry.status();
-            let code = if s.is_wt_new() && !s.is_index_new() {
-                "??"
-            } else if s.is_wt_deleted() || s.is_index_deleted() {
-                "D"
-            } else if s.is_index_new() {
-                "A"
-            } else {
-                "M"
+            let (x, y) = (entry[0], entry[1]);
+            let code = match (x, y) {
+                (b'?', b'?') => "??",
+                (b'D', _) | (_, b'D') => "D",
+                (b'A', _) => "A",
+                _ => "M",
             };
-            format!(
-                "{code} {}",
-                forgehand_text::one_line(entry.path().unwrap_or("?"))
-            )
+            let name = String::from_utf8_lossy(&entry[3..]).into_owned();
+            (name, code.to_owned())
         })
+        .collect();
+    entries.sort();
+    Ok(entries
+        .into_iter()
+        .map(|(name, code)| format!("{code} {}", forgehand_text::one_line(&name)))
         .collect())
 }
 
@@ -231,11 +261,65 @@ mod tests {
         );
         // The user's branch, index and files are as they were.
         assert_eq!(repo.head().unwrap().target().unwrap(), head);
-        let statuses = uncommitted(&repo).unwrap();
+        let statuses = uncommitted(dir.path()).unwrap();
         assert_eq!(statuses.len(), 3, "{statuses:?}");
         assert_eq!(
             std::fs::read_to_string(dir.path().join("calc.py")).unwrap(),
             "x = 2\n"
+        );
+    }
+
+    /// CI, stop 33: a clone whose checkout differs from its blobs (here
+    /// `working-tree-encoding`, which libgit2 does not apply) was refused
+    /// as uncommitted or not depending on its files' timestamps. New
+    /// timestamps send any status to the contents: git's own, which
+    /// converts them back, says clean, and so must the run.
+    #[test]
+    fn a_checkout_git_calls_clean_is_clean_whatever_its_timestamps() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("calc.py"), "x = 1\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "c"]);
+        // Declared after the file was committed as UTF-8.
+        std::fs::write(
+            dir.path().join(".gitattributes"),
+            "*.py working-tree-encoding=UTF-16LE\n",
+        )
+        .unwrap();
+        git(&["add", ".gitattributes"]);
+        git(&["commit", "-qm", "attributes"]);
+        std::fs::remove_file(dir.path().join("calc.py")).unwrap();
+        git(&["checkout", "--", "calc.py"]);
+        let written = std::fs::read(dir.path().join("calc.py")).unwrap();
+        assert_eq!(written.len(), 12, "checked out as UTF-16: {written:?}");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(dir.path().join("calc.py"))
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let index = std::fs::read(dir.path().join(".git/index")).unwrap();
+        let base = open(dir.path(), false).unwrap_or_else(|e| panic!("{e}"));
+        assert!(base.included.is_empty());
+        assert_eq!(
+            std::fs::read(dir.path().join(".git/index")).unwrap(),
+            index,
+            "looking does not rewrite the user's index"
         );
     }
 }
