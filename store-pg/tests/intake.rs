@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use sqlx::Connection;
+
 use forgehand_store::job::{Job, Task};
 use forgehand_store::{
     DeliveryQuery, Finish, IntakeWriter, JobQuery, NewDelivery, Outcome, PayloadDigest, Recorded,
@@ -67,14 +69,14 @@ async fn the_intake_answers_only_after_its_commit_is_durable() {
     let server = PgServer::start_private().unwrap();
     let url = server.create_database().await.unwrap();
     let store = PgStore::connect(&url, &PgOptions::default()).await.unwrap();
-    let log = {
-        let store = store.clone();
-        tokio::task::spawn_blocking(move || store.intake_log().unwrap())
+    let writer = |store: PgStore| async move {
+        let log = tokio::task::spawn_blocking(move || store.intake_log().unwrap())
             .await
-            .unwrap()
+            .unwrap();
+        IntakeWriter::spawn(log, 8, Arc::new(tokio::sync::Notify::new()))
     };
-    let writer = IntakeWriter::spawn(log, 8, Arc::new(tokio::sync::Notify::new()));
-    writer
+    writer(store.clone())
+        .await
         .record(delivery("before", Outcome::Accepted, 1, 1, 1))
         .await
         .unwrap();
@@ -96,6 +98,26 @@ async fn the_intake_answers_only_after_its_commit_is_durable() {
         }
     };
     standby("a_standby_that_never_comes").await;
+    // The reload reaches running backends when it reaches them (a flake
+    // under load: the held commits went through before their backend saw
+    // the standby). A connection opened once the server has the setting
+    // is forked with it: the held deliveries go through such a one.
+    let mut applied = false;
+    for _ in 0..3000 {
+        let mut fresh = sqlx::PgConnection::connect(&url).await.unwrap();
+        let names: String = sqlx::query_scalar("SHOW synchronous_standby_names")
+            .fetch_one(&mut fresh)
+            .await
+            .unwrap();
+        fresh.close().await.unwrap();
+        if names == "a_standby_that_never_comes" {
+            applied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(applied, "the server never took the standby setting");
+    let writer = writer(store.clone()).await;
     let pending: Vec<_> = ["held-1", "held-2"]
         .into_iter()
         .map(|id| {
