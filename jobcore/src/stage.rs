@@ -21,19 +21,6 @@ pub enum Stage {
 }
 
 impl Stage {
-    /// The stages the status comment lists, in order (the sandbox is part
-    /// of the agent's line; replies and resumption are not steps of their
-    /// own there).
-    pub const CHECKLIST: [Stage; 7] = [
-        Stage::Authorized,
-        Stage::WorkingCopy,
-        Stage::Environment,
-        Stage::Agent,
-        Stage::Tests,
-        Stage::Publish,
-        Stage::PullRequest,
-    ];
-
     /// Its name, in the job's steps and on the checklist.
     pub fn name(self) -> &'static str {
         match self {

@@ -213,7 +213,9 @@ async fn a_crashed_workers_lease_expires_and_the_job_runs_again() {
     let (_, attempts, last_error, runs) = q.state(ids[0]).await;
     assert_eq!(attempts, 2);
     assert_eq!(runs, ["lost", "succeeded"]);
-    assert!(last_error.unwrap().contains("lease of ghost expired"));
+    assert!(last_error
+        .unwrap()
+        .contains("lease expired: the worker stopped heartbeating"));
     // The ghost coming back to life cannot overwrite the result.
     assert!(!q
         .store

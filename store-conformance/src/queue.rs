@@ -186,7 +186,9 @@ pub async fn an_expired_lease_returns_the_job_to_the_queue(backend: &dyn Backend
     let (state, attempts, last_error, runs) = state(&*store, ids[0]).await;
     assert_eq!((state, attempts), (JobState::Succeeded, 2));
     assert_eq!(runs, ["lost", "succeeded"]);
-    assert!(last_error.unwrap().contains("lease of ghost expired"));
+    assert!(last_error
+        .unwrap()
+        .contains("lease expired: the worker stopped heartbeating"));
     // The ghost coming back to life cannot overwrite the result.
     let late = Finish::Failed {
         error: "late".into(),
@@ -235,7 +237,9 @@ pub async fn an_expired_lease_on_the_last_attempt_dead_letters(backend: &dyn Bac
     let (state, _, last_error, runs) = state(&*store, ids[0]).await;
     assert_eq!(state, JobState::Dead);
     assert_eq!(runs, ["retry", "lost"]);
-    assert!(last_error.unwrap().contains("lease of ghost expired"));
+    assert!(last_error
+        .unwrap()
+        .contains("lease expired: the worker stopped heartbeating"));
     assert!(store
         .job(ids[0])
         .await

@@ -106,117 +106,117 @@ async fn a_labeled_issue_becomes_one_pull_request(kind: Kind) -> Story {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
     }
     allow_duplicates!(
         assert_snapshot!(story.commit_statuses(), @"success forgehand: integrity and secret checks passed")
@@ -342,93 +342,87 @@ async fn a_review_with_two_comments_gets_one_commit_and_two_replies(kind: Kind) 
     let said = story.said(2);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
     }
     allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
         #2 by forgehand, forgehand/1-fix-add → main
@@ -637,49 +631,49 @@ async fn a_tampering_agent_pushes_nothing_and_the_status_says_tamper() {
     assert!(result["steps"][3]["ms"].is_u64());
     // The finding is named.
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ❌ Stopped: `tamper`. not pushed: the agent changed git's own files (hooks, config, info or alternates)
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ❌ Stopped: `tamper`. not pushed: the agent changed git's own files (hooks, config, info or alternates)
 
-        - tamper: `.git/hooks/post-checkout` added (git's own files planted in the working tree)
+    - tamper: `.git/hooks/post-checkout` added (git's own files planted in the working tree)
 
-        <!-- forgehand:job:1 -->
-        ");
+    <!-- forgehand:job:1 -->
+    ");
     assert_eq!(story.branches().await, ["main"], "nothing pushed");
     assert!(story.pulls().is_empty());
     assert!(!std::path::Path::new("/tmp/forgehand-pwned").exists());
@@ -697,61 +691,61 @@ async fn as_a_github_app_a_labeled_issue_becomes_a_pull_request_with_a_check_run
     assert_eq!(pulls.len(), 1, "{pulls:#?}");
     assert_eq!(pulls[0].user, "forgehand[bot]", "the App opened it");
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [x] gate, commit and push
-        - [ ] pull request ← now
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [x] gate, commit and push
+    - [ ] pull request ← now
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+    - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-        <!-- forgehand:job:1 -->
-        ");
+    <!-- forgehand:job:1 -->
+    ");
     assert_snapshot!(story.commit_statuses(), @"success forgehand: integrity and secret checks passed");
     story.forge.with(|s| {
         assert_eq!(
@@ -920,115 +914,115 @@ async fn gitea_a_follow_up_in_a_busy_repository_updates_the_bots_pull_request() 
         <sub>Forgehand · namespace sandbox, shared kernel · 3 turns · [tokens] · unpriced · [duration]</sub>
         "##);
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [x] gate, commit and push
-        - [ ] pull request ← now
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [x] gate, commit and push
+    - [ ] pull request ← now
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+    - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-        <!-- forgehand:job:1 -->
-        ━━ comment 2 ━━
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ━━ comment 2 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:2 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:2 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:2 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:2 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:2 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:2 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [x] gate, commit and push
-        - [ ] pull request ← now
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [x] gate, commit and push
+    - [ ] pull request ← now
 
-        <!-- forgehand:job:2 -->
-        ── edited ──
-        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+    <!-- forgehand:job:2 -->
+    ── edited ──
+    ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-        - Tests: nothing was run that tests the change
+    - Tests: nothing was run that tests the change
 
-        <!-- forgehand:job:2 -->
-        ");
+    <!-- forgehand:job:2 -->
+    ");
     let calls = story.forge.with(|s| s.calls.clone());
     let count = |call: &str| calls.iter().filter(|c| *c == call).count();
     assert_eq!(

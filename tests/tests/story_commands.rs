@@ -28,40 +28,34 @@ async fn plan_then_go_proposes_first_and_carries_the_plan_out(kind: Kind) {
     assert_eq!(plan["state"], "succeeded", "{plan:#}");
     assert_eq!(plan["result"]["outcome"], "planned");
     allow_duplicates!(assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        📋 **Here is my plan.** Nothing is changed yet.
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    📋 **Here is my plan.** Nothing is changed yet.
 
-        1. In `calc.sh`, make `add` use `+`.
-        2. Run `sh test.sh`.
+    1. In `calc.sh`, make `add` use `+`.
+    2. Run `sh test.sh`.
 
-        Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
+    Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
 
-        <!-- forgehand:job:1 -->
-        "));
+    <!-- forgehand:job:1 -->
+    "));
     assert!(story.pulls().is_empty(), "a plan changes nothing");
     assert_eq!(story.branches().await, ["main"]);
 
@@ -73,183 +67,171 @@ async fn plan_then_go_proposes_first_and_carries_the_plan_out(kind: Kind) {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            📋 **Here is my plan.** Nothing is changed yet.
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        📋 **Here is my plan.** Nothing is changed yet.
 
-            1. In `calc.sh`, make `add` use `+`.
-            2. Run `sh test.sh`.
+        1. In `calc.sh`, make `add` use `+`.
+        2. Run `sh test.sh`.
 
-            Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
+        Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            📋 **Here is my plan.** Nothing is changed yet.
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        📋 **Here is my plan.** Nothing is changed yet.
 
-            1. In `calc.sh`, make `add` use `+`.
-            2. Run `sh test.sh`.
+        1. In `calc.sh`, make `add` use `+`.
+        2. Run `sh test.sh`.
 
-            Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
+        Say `/forgehand go` (or `@forgehand go`) to carry it out, or comment to change it and ask `/forgehand plan` again.
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
     }
     allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
         #2 by forgehand, forgehand/1-fix-add → main
@@ -384,174 +366,174 @@ async fn retry_runs_the_failed_job_again(kind: Kind) {
     assert_eq!(statuses.len(), 2, "one per job: {statuses:#?}");
     let said = story.said(1);
     match kind {
-        Kind::GitHub => assert_snapshot!(said, @r#"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        Kind::GitHub => assert_snapshot!(said, @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "#),
-        Kind::Gitea => assert_snapshot!(said, @r#"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        "),
+        Kind::Gitea => assert_snapshot!(said, @"
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ❌ Stopped: `model_error`. the model's API failed or answered what cannot be used; the job's record (`GET /api/jobs/<id>`) and the log have its answer
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:2 -->
-            "#),
+        <!-- forgehand:job:2 -->
+        "),
     }
 }
 
@@ -585,93 +567,87 @@ async fn a_request_on_the_bots_pull_request_is_a_follow_up_commit(kind: Kind) {
     let said = story.said(2);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
     }
     allow_duplicates!(assert_snapshot!(story.pull_request(2), @r##"
         #2 by forgehand, forgehand/1-fix-add → main
@@ -770,225 +746,225 @@ async fn the_newest_waiting_request_supersedes_the_older_one(kind: Kind) {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:3 -->
-            "),
+        <!-- forgehand:job:3 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:3 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:3 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:3 -->
-            "),
+        <!-- forgehand:job:3 -->
+        "),
     }
 }
 

@@ -263,143 +263,133 @@ async fn the_base_branchs_environment_and_tests_are_used(kind: Kind) {
     let said = story.said(2);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [ ] environment ← now
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [ ] environment ← now
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [ ] tests ← now
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests ← now
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: https://github.invalid/acme/demo/pull/2
 
-            - Environment: .forgehand.toml (reused, no setup run)
-            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+        - Environment: .forgehand.toml (reused, no setup run)
+        - Tests: `sh test.sh && grep -q base $HOME/which` passed
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [ ] environment ← now
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [ ] environment ← now
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [ ] tests ← now
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests ← now
+        - [ ] gate, commit and push
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [x] tests
+        - [ ] gate, commit and push ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Updated #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Environment: .forgehand.toml (reused, no setup run)
-            - Tests: `sh test.sh && grep -q base $HOME/which` passed
+        - Environment: .forgehand.toml (reused, no setup run)
+        - Tests: `sh test.sh && grep -q base $HOME/which` passed
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
     }
     allow_duplicates!(assert_snapshot!(story.review_replies(), @"
         calc.sh:1: Done in [sha]: Added a comment above add.

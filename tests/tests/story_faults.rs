@@ -87,117 +87,117 @@ async fn forge_faults_while_the_pull_request_is_made(kind: Kind, create: &str, u
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
     }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }
@@ -347,169 +347,169 @@ async fn a_failed_attempt_shows_as_a_retry(kind: Kind, issue: &str) {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
 
-            I will try again shortly (attempt 2 of 5).
+        I will try again shortly (attempt 2 of 5).
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🔁 **Attempt 1 of 5 failed**: `forge_error`. HTTP 502: GET /repos/acme/demo/issues/1: injected fault
 
-            I will try again shortly (attempt 2 of 5).
+        I will try again shortly (attempt 2 of 5).
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
+        _Attempt 2 of 5, after: forge_error: HTTP 502: GET /repos/acme/demo/issues/1: injected fault_
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
     }
     assert_eq!(story.forge.violations(), Vec::<String>::new());
 }

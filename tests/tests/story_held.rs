@@ -64,51 +64,51 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
         "{status}"
     );
     allow_duplicates!(assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
-        - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+    - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
-        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+    The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-        <!-- forgehand:job:1 -->
-        "));
+    <!-- forgehand:job:1 -->
+    "));
     assert_eq!(story.branches().await, ["main"], "nothing is pushed");
     assert!(story.pulls().is_empty());
     let asked = story.model.requests().len();
@@ -171,181 +171,157 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
-            - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+        - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
-            The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✋ Held for a maintainer: `sensitive`. The changes touch files that are not ordinary source, tests or documentation, so I did not push the change.
 
-            - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
+        - held: `.github/workflows/ci.yml` added (a dot-file or in a dot-directory: configuration tools find by name; GitHub Actions workflows: runs in CI with the repository's secrets)
 
-            The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-sensitive` pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-            <!-- forgehand:job:1 -->
-            ━━ comment 2 ━━
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ━━ comment 2 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:2 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:2 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: nothing was run that tests the change
+        - Tests: nothing was run that tests the change
 
-            <!-- forgehand:job:2 -->
-            "),
+        <!-- forgehand:job:2 -->
+        "),
     }
     let steps = steps(&release["result"]);
     assert!(steps.contains(&"held change released"), "{steps:?}");
@@ -378,52 +354,52 @@ async fn a_change_held_twice_needs_both_allowances() {
     );
     let commit = held_commit(held);
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
-        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
-        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+    - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+    - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
 
-        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+    The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-        <!-- forgehand:job:1 -->
-        ");
+    <!-- forgehand:job:1 -->
+    ");
     let asked = story.model.requests().len();
 
     story
@@ -457,96 +433,84 @@ async fn a_change_held_twice_needs_both_allowances() {
     let (branch, _) = story.pulls()[0].pull.clone().unwrap();
     assert_eq!(story.tip(&branch), commit);
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
-        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
-        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+    - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+    - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
 
-        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+    The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-        <!-- forgehand:job:1 -->
-        ━━ comment 2 ━━
-        @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
-        ━━ comment 3 ━━
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ━━ comment 2 ━━
+    @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
+    ━━ comment 3 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:3 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:3 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:3 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:3 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [x] gate, commit and push
-        - [ ] pull request ← now
+    - [x] authorized
+    - [x] gate, commit and push
+    - [ ] pull request ← now
 
-        <!-- forgehand:job:3 -->
-        ── edited ──
-        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+    <!-- forgehand:job:3 -->
+    ── edited ──
+    ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-        - Tests: nothing was run that tests the change
+    - Tests: nothing was run that tests the change
 
-        <!-- forgehand:job:3 -->
-        ");
+    <!-- forgehand:job:3 -->
+    ");
     assert_snapshot!(story.pull_request(2), @r##"
         #2 by forgehand, forgehand/1-fix-add → main
         # Use make
@@ -614,54 +578,54 @@ async fn an_outsiders_allowance_counts_for_nothing() {
     assert_eq!(story.branches().await, ["main"]);
     assert!(story.pulls().is_empty());
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✋ Held for a maintainer: `destructive`. The change removes most of the repository, so I did not push the change.
 
-        - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
-        - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
+    - held: `Makefile` added (a file a tool runs or reads; makefiles, anywhere: a build entry point: runs on every build)
+    - destructive: the change deletes 2, empties 0 and rewrites 0 of the 2 tracked files (100%) and removes 107 of their 107 bytes (100%)
 
-        The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
+    The change is kept as commit `[sha]`, on no branch the forge sees. Saying `/forgehand allow-destructive` and `/forgehand allow-sensitive` (each of them, in any order) pushes exactly that commit and opens the pull request; the agent does not run again. `/forgehand retry` runs the job anew instead.
 
-        <!-- forgehand:job:1 -->
-        ━━ comment 2 ━━
-        @drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.
-        ━━ comment 3 ━━
-        @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
-        ");
+    <!-- forgehand:job:1 -->
+    ━━ comment 2 ━━
+    @drive-by thanks for asking! I only take requests from people with write access to this repository, so I will leave this one to a maintainer.
+    ━━ comment 3 ━━
+    @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
+    ");
 }

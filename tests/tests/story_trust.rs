@@ -344,117 +344,117 @@ async fn a_planted_status_marker_does_not_take_over_the_job(kind: Kind) {
     let said = story.said(1);
     match kind {
         Kind::GitHub => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
         Kind::Gitea => assert_snapshot!(said, @"
-            ━━ comment 1 ━━
-            🛠️ **Forgehand is working on this.**
+        ━━ comment 1 ━━
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [ ] working copy ← now
-            - [ ] environment
-            - [ ] agent
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [ ] working copy ← now
+        - [ ] environment
+        - [ ] agent
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [ ] agent ← now
-            - [ ] tests
-            - [ ] gate, commit and push
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [ ] agent ← now
+        - [ ] tests
+        - [ ] gate, commit and push
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [ ] gate, commit and push ← now
-            - [ ] pull request
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [ ] gate, commit and push ← now
+        - [ ] pull request
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            🛠️ **Forgehand is working on this.**
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        🛠️ **Forgehand is working on this.**
 
-            - [x] authorized
-            - [x] working copy
-            - [x] environment
-            - [x] agent
-            - [x] tests
-            - [x] gate, commit and push
-            - [ ] pull request ← now
+        - [x] authorized
+        - [x] working copy
+        - [x] environment
+        - [x] agent
+        - [ ] tests: none run
+        - [x] gate, commit and push
+        - [ ] pull request ← now
 
-            <!-- forgehand:job:1 -->
-            ── edited ──
-            ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
+        <!-- forgehand:job:1 -->
+        ── edited ──
+        ✅ Opened #2: http://gitea.invalid/acme/demo/pulls/2
 
-            - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-            <!-- forgehand:job:1 -->
-            "),
+        <!-- forgehand:job:1 -->
+        "),
     }
     let theirs = story.forge.with(|s| {
         s.comments

@@ -182,7 +182,9 @@ impl forgehand_queue::JobHandler for Pipeline {
             }
             Resolved::Do(assignment) => assignment,
         };
-        let status = self.acknowledge(claimed, &*api, &repo).await?;
+        let status = self
+            .acknowledge(claimed, &*api, &repo, assignment.checklist())
+            .await?;
         let mut run = JobRun {
             claimed,
             api: &*api,
@@ -280,6 +282,7 @@ impl Pipeline {
         claimed: &ClaimedJob,
         api: &dyn ForgeApi,
         repo: &RepoRef,
+        checklist: status::Checklist,
     ) -> Result<StatusComment, JobError> {
         let job = &claimed.job;
         let reaction = match &job.task {
@@ -300,6 +303,7 @@ impl Pipeline {
             job.target,
             claimed.id,
             attempt,
+            checklist,
             &self.bot_identity(),
         )
         .await

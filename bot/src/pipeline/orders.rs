@@ -8,6 +8,7 @@ use crate::job::{Command, HeldCommit, HeldFor, JobOutcome, JobResult, Task};
 use crate::store::{CancelCause, ClaimedJob, JobLedger, JobState, StoreResult, TargetJob};
 
 use super::replies;
+use super::status::Checklist;
 
 /// Work for the pipeline.
 pub(super) enum Order {
@@ -90,6 +91,25 @@ pub(super) enum Assignment {
         order: Order,
         held: Box<HeldCommit>,
     },
+}
+
+impl Assignment {
+    /// What the job's status comment lists while it runs.
+    pub fn checklist(&self) -> Checklist {
+        let opens_a_pull_request = |order: &Order| matches!(order, Order::Issue { .. });
+        match self {
+            Assignment::Work {
+                order: Order::Issue {
+                    plan: PlanStep::Propose,
+                },
+                ..
+            } => Checklist::Plan,
+            Assignment::Work { order, .. } if opens_a_pull_request(order) => Checklist::PullRequest,
+            Assignment::Work { .. } => Checklist::FollowUp,
+            Assignment::Release { order, .. } if opens_a_pull_request(order) => Checklist::Release,
+            Assignment::Release { .. } => Checklist::ReleaseFollowUp,
+        }
+    }
 }
 
 /// How far back a target's history is read.

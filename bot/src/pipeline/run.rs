@@ -38,7 +38,14 @@ impl JobRun<'_> {
     /// The status comment's checklist at `stage`. Not worth failing the
     /// job over: the final edit says how it ended.
     pub async fn progress(&self, stage: Stage) {
-        let _ = self.status.progress(self.api, self.repo, stage).await;
+        let steps = &self.steps;
+        // An attempt that found its commit pushed by an earlier one: the
+        // stages before were done there.
+        let done = |s: Stage| steps.has(s) || steps.has(Stage::Resumed);
+        let _ = self
+            .status
+            .progress(self.api, self.repo, stage, &done)
+            .await;
     }
 }
 
@@ -60,6 +67,11 @@ impl Steps {
             transcript: None,
             spend: None,
         }
+    }
+
+    /// Whether `stage` was done in this attempt.
+    pub fn has(&self, stage: Stage) -> bool {
+        self.list.iter().any(|s| s.step == stage.name())
     }
 
     pub fn done(&mut self, stage: Stage) {

@@ -13,18 +13,67 @@ use forgehand_jobcore::Stage;
 use forgehand_model::Spend;
 use forgehand_types::reason::Reason;
 
-/// The status comment while the job runs: the checklist's stages before
-/// `current` done.
-pub fn working(current: Stage) -> String {
+/// What a job's status comment lists: the stages this kind of job goes
+/// through, and no other (a plan pushes nothing, a follow-up opens no
+/// pull request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checklist {
+    /// An issue worked on, to a new pull request.
+    PullRequest,
+    /// `/forgehand plan`: the agent proposes, nothing is committed.
+    Plan,
+    /// A follow-up on the bot's pull request: pushed to its branch.
+    FollowUp,
+    /// A held change released: the kept commit pushed, the agent not run.
+    Release,
+    /// A held follow-up released: pushed to the pull request's branch.
+    ReleaseFollowUp,
+}
+
+impl Checklist {
+    /// The stages listed, in order (the sandbox is part of the agent's
+    /// line; replies and resumption are not steps of their own there).
+    pub fn stages(self) -> &'static [Stage] {
+        use Stage::*;
+        match self {
+            Checklist::PullRequest => &[
+                Authorized,
+                WorkingCopy,
+                Environment,
+                Agent,
+                Tests,
+                Publish,
+                PullRequest,
+            ],
+            Checklist::Plan => &[Authorized, WorkingCopy, Environment, Agent],
+            Checklist::FollowUp => &[Authorized, WorkingCopy, Environment, Agent, Tests, Publish],
+            Checklist::Release => &[Authorized, Publish, PullRequest],
+            Checklist::ReleaseFollowUp => &[Authorized, Publish],
+        }
+    }
+}
+
+/// The status comment while the job runs: each stage before `current`
+/// ticked if `done` says it was done, and said to be passed by if not
+/// (the tests, when none were run: a ticked box would claim they were).
+pub fn working(checklist: Checklist, current: Stage, done: &dyn Fn(Stage) -> bool) -> String {
+    let stages = checklist.stages();
     let mut out = String::from("🛠️ **Forgehand is working on this.**\n\n");
-    let at = Stage::CHECKLIST
+    let at = stages
         .iter()
         .position(|s| *s == current)
-        .unwrap_or(Stage::CHECKLIST.len());
-    for (i, stage) in Stage::CHECKLIST.iter().enumerate() {
-        let mark = if i < at { "x" } else { " " };
-        let now = if i == at { " ← now" } else { "" };
-        out.push_str(&format!("- [{mark}] {}{now}\n", stage.name()));
+        .unwrap_or(stages.len());
+    for (i, stage) in stages.iter().enumerate() {
+        let name = stage.name();
+        let line = match i.cmp(&at) {
+            std::cmp::Ordering::Less if done(*stage) => format!("- [x] {name}"),
+            std::cmp::Ordering::Less if *stage == Stage::Tests => format!("- [ ] {name}: none run"),
+            std::cmp::Ordering::Less => format!("- [ ] {name}: skipped"),
+            std::cmp::Ordering::Equal => format!("- [ ] {name} ← now"),
+            std::cmp::Ordering::Greater => format!("- [ ] {name}"),
+        };
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }
@@ -67,8 +116,13 @@ impl Attempt {
 }
 
 /// The status comment of attempt `attempt` while it runs.
-pub fn working_on(current: Stage, attempt: &Attempt) -> String {
-    working(current) + &attempt.note()
+pub fn working_on(
+    checklist: Checklist,
+    current: Stage,
+    done: &dyn Fn(Stage) -> bool,
+    attempt: &Attempt,
+) -> String {
+    working(checklist, current, done) + &attempt.note()
 }
 
 /// An attempt failed and another follows: not a final form, so it says
@@ -226,7 +280,6 @@ pub fn held(reason: forgehand_gate::RefusalReason, held: &crate::job::HeldCommit
     out
 }
 
-/// The final form of a job stopped on request.
 /// What of a failure's explanation a comment on the forge shows. A model
 /// error names the model server's address and quotes its answer (an
 /// operator's internal host, a provider's error body): on a public issue
@@ -238,6 +291,7 @@ fn public(reason: Reason, explanation: &str) -> String {
     }
 }
 
+/// The final form of a job stopped on request.
 pub fn stopped(reason: &str) -> String {
     // "stopped by @someone" is said once, not after "Stopped:".
     let reason = reason.trim().trim_end_matches('.');
@@ -275,6 +329,7 @@ pub struct StatusComment {
     pub id: u64,
     job: JobId,
     attempt: Attempt,
+    checklist: Checklist,
 }
 
 impl StatusComment {
@@ -287,16 +342,21 @@ impl StatusComment {
         target: u64,
         job: JobId,
         attempt: Attempt,
+        checklist: Checklist,
         bot: &BotIdentity,
     ) -> Result<Self, ForgeError> {
         let mark = marker(job);
-        let first = &working_on(Stage::WorkingCopy, &attempt);
+        // The job is authorized (it would not be opening its comment
+        // otherwise): its next stage is the one under way.
+        let next = checklist.stages()[1];
+        let first = &working_on(checklist, next, &|s| s == Stage::Authorized, &attempt);
         match Self::earlier(api, repo, target, job, bot).await? {
             Some(comment) => {
                 let status = StatusComment {
                     id: comment.id,
                     job,
                     attempt,
+                    checklist,
                 };
                 status.set(api, repo, first).await?;
                 Ok(status)
@@ -308,12 +368,14 @@ impl StatusComment {
                     id: created.id,
                     job,
                     attempt,
+                    checklist,
                 })
             }
         }
     }
 
-    /// The job's status comment if an attempt made one.
+    /// The job's status comment if an attempt made one (to give it its
+    /// final form: its checklist is not shown again).
     pub async fn find(
         api: &dyn ForgeApi,
         repo: &RepoRef,
@@ -327,6 +389,7 @@ impl StatusComment {
                 id: comment.id,
                 job,
                 attempt: Attempt::first(),
+                checklist: Checklist::PullRequest,
             }))
     }
 
@@ -345,15 +408,16 @@ impl StatusComment {
             .find(|c| bot.is_me(&c.author.login) && c.body.contains(&mark)))
     }
 
-    /// The checklist with the steps before `current` done.
+    /// The checklist at `current`, the stages before it as `done` says.
     pub async fn progress(
         &self,
         api: &dyn ForgeApi,
         repo: &RepoRef,
         current: Stage,
+        done: &(dyn Fn(Stage) -> bool + Sync),
     ) -> Result<(), ForgeError> {
-        self.set(api, repo, &working_on(current, &self.attempt))
-            .await
+        let text = working_on(self.checklist, current, done, &self.attempt);
+        self.set(api, repo, &text).await
     }
 
     pub fn attempt(&self) -> &Attempt {
@@ -486,8 +550,9 @@ mod tests {
 
     #[test]
     fn the_status_comment_reads_as_a_checklist_and_ends_in_one_line() {
+        let before_agent = |s: Stage| s != Stage::Agent && s != Stage::Tests;
         assert_eq!(
-            working(Stage::Agent),
+            working(Checklist::PullRequest, Stage::Agent, &before_agent),
             "🛠️ **Forgehand is working on this.**\n\n- [x] authorized\n- [x] working copy\n- [x] environment\n- [ ] agent ← now\n- [ ] tests\n- [ ] gate, commit and push\n- [ ] pull request\n"
         );
         assert_eq!(
@@ -509,15 +574,16 @@ mod tests {
             of: 5,
             after: Some("forge_error: GET /repos/o/r/issues/1: HTTP 502\nmore".into()),
         };
+        let at = |attempt: &Attempt| {
+            working_on(Checklist::PullRequest, Stage::Agent, &before_agent, attempt)
+        };
+        let first = working(Checklist::PullRequest, Stage::Agent, &before_agent);
         assert_eq!(
-            working_on(Stage::WorkingCopy, &second),
-            working(Stage::WorkingCopy)
+            at(&second),
+            first.clone()
                 + "\n_Attempt 2 of 5, after: forge_error: GET /repos/o/r/issues/1: HTTP 502_\n"
         );
-        assert_eq!(
-            working_on(Stage::WorkingCopy, &Attempt::first()),
-            working(Stage::WorkingCopy)
-        );
+        assert_eq!(at(&Attempt::first()), first);
         assert_eq!(
             retrying(&second, Reason::Infra, "the sandbox did not start\ndetail"),
             "🔁 **Attempt 2 of 5 failed**: `infra`. the sandbox did not start\n\nI will try again shortly (attempt 3 of 5).\n"

@@ -12,7 +12,7 @@ use insta::assert_snapshot;
 
 use super::replies;
 use super::replies::thread_reply;
-use super::status::{self, Attempt, PullRequestBody};
+use super::status::{self, Attempt, Checklist, PullRequestBody};
 use crate::job::{Command, HeldCommit, HeldFor, Job, Task};
 use crate::store::JobState;
 use forgehand_agent::tools::{CommandRun, ThreadReply};
@@ -39,11 +39,17 @@ fn job(task: Task, on_pull_request: bool) -> Job {
     }
 }
 
+/// Every stage before the current one done, as in a job whose tests ran.
+fn all_done(_: Stage) -> bool {
+    true
+}
+
 #[test]
 fn the_status_comment_at_each_stage() {
-    let each: Vec<String> = Stage::CHECKLIST
+    let each: Vec<String> = Checklist::PullRequest
+        .stages()
         .iter()
-        .map(|stage| status::working(*stage))
+        .map(|stage| status::working(Checklist::PullRequest, *stage, &all_done))
         .collect();
     assert_snapshot!(each.join("\n---\n"), @"
     🛠️ **Forgehand is working on this.**
@@ -124,6 +130,64 @@ fn the_status_comment_at_each_stage() {
     ");
 }
 
+/// Each kind of job lists what it goes through, and a stage passed by
+/// is not ticked: a plan pushes nothing, a follow-up opens no pull
+/// request, a released change runs no agent, and tests that were not run
+/// say so (they were ticked whether or not any ran).
+#[test]
+fn the_checklist_lists_what_the_job_does_and_only_what_was_done_is_ticked() {
+    let untested = |s: Stage| s != Stage::Tests;
+    let each = [
+        status::working(Checklist::PullRequest, Stage::Publish, &untested),
+        status::working(Checklist::Plan, Stage::Agent, &all_done),
+        status::working(Checklist::FollowUp, Stage::Publish, &all_done),
+        status::working(Checklist::Release, Stage::PullRequest, &all_done),
+        status::working(Checklist::ReleaseFollowUp, Stage::Publish, &all_done),
+    ];
+    assert_snapshot!(each.join("\n---\n"), @"
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [x] tests
+    - [ ] gate, commit and push ← now
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [x] gate, commit and push
+    - [ ] pull request ← now
+
+    ---
+    🛠️ **Forgehand is working on this.**
+
+    - [x] authorized
+    - [ ] gate, commit and push ← now
+    ");
+}
+
 #[test]
 fn the_status_comment_of_a_later_attempt() {
     let second = Attempt {
@@ -131,7 +195,7 @@ fn the_status_comment_of_a_later_attempt() {
         of: 5,
         after: Some("forge_error: GET /repos/acme/widgets/issues/7: HTTP 502\nmore".into()),
     };
-    assert_snapshot!(status::working_on(Stage::Agent, &second), @"
+    assert_snapshot!(status::working_on(Checklist::PullRequest, Stage::Agent, &all_done, &second), @"
     🛠️ **Forgehand is working on this.**
 
     - [x] authorized

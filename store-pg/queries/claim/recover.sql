@@ -19,7 +19,7 @@ recovered AS (
     UPDATE jobs j SET
         state = CASE WHEN j.attempts >= j.max_attempts THEN 'dead' ELSE 'queued' END,
         finished_at = CASE WHEN j.attempts >= j.max_attempts THEN $1 END,
-        last_error = 'lease of ' || COALESCE(j.lease_owner, '?') || ' expired: the worker stopped heartbeating',
+        last_error = 'lease expired: the worker stopped heartbeating (crashed or hung)',
         lease_owner = NULL, lease_expires_at = NULL, updated_at = $1
     FROM expired e WHERE j.id = e.id
     RETURNING j.id, j.state, j.attempts, j.max_attempts, j.payload, e.last_error

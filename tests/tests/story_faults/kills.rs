@@ -46,93 +46,93 @@ async fn sigkill_in_the_middle_of_a_job_and_the_restarted_service_finishes_it() 
     assert_eq!(story.bot_comments(1).len(), 1, "exactly one status comment");
     // The second attempt says which it is and what ended the first.
     assert_snapshot!(story.said(1), @"
-        ━━ comment 1 ━━
-        🛠️ **Forgehand is working on this.**
+    ━━ comment 1 ━━
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [ ] working copy ← now
-        - [ ] environment
-        - [ ] agent
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [ ] working copy ← now
+    - [ ] environment
+    - [ ] agent
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+    _Attempt 2 of 5, after: lease expired: the worker stopped heartbeating (crashed or hung)_
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [ ] agent ← now
-        - [ ] tests
-        - [ ] gate, commit and push
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [ ] agent ← now
+    - [ ] tests
+    - [ ] gate, commit and push
+    - [ ] pull request
 
-        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+    _Attempt 2 of 5, after: lease expired: the worker stopped heartbeating (crashed or hung)_
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [ ] gate, commit and push ← now
+    - [ ] pull request
 
-        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+    _Attempt 2 of 5, after: lease expired: the worker stopped heartbeating (crashed or hung)_
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    🛠️ **Forgehand is working on this.**
 
-        - [x] authorized
-        - [x] working copy
-        - [x] environment
-        - [x] agent
-        - [x] tests
-        - [x] gate, commit and push
-        - [ ] pull request ← now
+    - [x] authorized
+    - [x] working copy
+    - [x] environment
+    - [x] agent
+    - [ ] tests: none run
+    - [x] gate, commit and push
+    - [ ] pull request ← now
 
-        _Attempt 2 of 5, after: lease of [worker] expired: the worker stopped heartbeating_
+    _Attempt 2 of 5, after: lease expired: the worker stopped heartbeating (crashed or hung)_
 
-        <!-- forgehand:job:1 -->
-        ── edited ──
-        ✅ Opened #2: https://github.invalid/acme/demo/pull/2
+    <!-- forgehand:job:1 -->
+    ── edited ──
+    ✅ Opened #2: https://github.invalid/acme/demo/pull/2
 
-        - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
+    - Tests: none run by Forgehand; the agent's `sh test.sh` exited 0 in its own sandbox
 
-        <!-- forgehand:job:1 -->
-        ");
+    <!-- forgehand:job:1 -->
+    ");
 }
 
 /// SIGKILL on the job's last attempt: no attempt is left to finish it,
