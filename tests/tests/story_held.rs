@@ -227,14 +227,6 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
         🛠️ **Forgehand is working on this.**
 
         - [x] authorized
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
-
-        <!-- forgehand:job:2 -->
-        ── edited ──
-        🛠️ **Forgehand is working on this.**
-
-        - [x] authorized
         - [x] gate, commit and push
         - [ ] pull request ← now
 
@@ -292,14 +284,6 @@ async fn allow_sensitive_pushes_the_held_commit(kind: Kind) {
 
         <!-- forgehand:job:1 -->
         ━━ comment 2 ━━
-        🛠️ **Forgehand is working on this.**
-
-        - [x] authorized
-        - [ ] gate, commit and push ← now
-        - [ ] pull request
-
-        <!-- forgehand:job:2 -->
-        ── edited ──
         🛠️ **Forgehand is working on this.**
 
         - [x] authorized
@@ -481,14 +465,6 @@ async fn a_change_held_twice_needs_both_allowances() {
     ━━ comment 2 ━━
     @maintainer noted. The change job 1 kept (commit `[sha]`) also needs `/forgehand allow-destructive` before I push it.
     ━━ comment 3 ━━
-    🛠️ **Forgehand is working on this.**
-
-    - [x] authorized
-    - [ ] gate, commit and push ← now
-    - [ ] pull request
-
-    <!-- forgehand:job:3 -->
-    ── edited ──
     🛠️ **Forgehand is working on this.**
 
     - [x] authorized

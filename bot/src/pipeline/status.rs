@@ -330,6 +330,8 @@ pub struct StatusComment {
     job: JobId,
     attempt: Attempt,
     checklist: Checklist,
+    /// What the comment says now, as far as this attempt knows.
+    shown: std::sync::Mutex<Option<String>>,
 }
 
 impl StatusComment {
@@ -357,6 +359,7 @@ impl StatusComment {
                     job,
                     attempt,
                     checklist,
+                    shown: Default::default(),
                 };
                 status.set(api, repo, first).await?;
                 Ok(status)
@@ -369,6 +372,7 @@ impl StatusComment {
                     job,
                     attempt,
                     checklist,
+                    shown: std::sync::Mutex::new(Some(body)),
                 })
             }
         }
@@ -390,6 +394,7 @@ impl StatusComment {
                 job,
                 attempt: Attempt::first(),
                 checklist: Checklist::PullRequest,
+                shown: Default::default(),
             }))
     }
 
@@ -424,6 +429,9 @@ impl StatusComment {
         &self.attempt
     }
 
+    /// The comment's text, the marker added. The same text again is not
+    /// sent: an edit that changes nothing still costs a request against
+    /// the forge's rate limit.
     pub async fn set(
         &self,
         api: &dyn ForgeApi,
@@ -431,7 +439,12 @@ impl StatusComment {
         text: &str,
     ) -> Result<(), ForgeError> {
         let body = format!("{text}\n{}", marker(self.job));
-        api.edit_comment(repo, self.id, &body).await
+        if self.shown.lock().unwrap().as_deref() == Some(body.as_str()) {
+            return Ok(());
+        }
+        api.edit_comment(repo, self.id, &body).await?;
+        *self.shown.lock().unwrap() = Some(body);
+        Ok(())
     }
 }
 
