@@ -47,6 +47,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error("stored {table} row {id} cannot be read: {what}")]
+    CorruptRow {
+        table: &'static str,
+        id: i64,
+        what: String,
+    },
     #[error("syncing deliveries to disk failed: {0}")]
     Sync(#[source] std::io::Error),
     #[error("the intake writer has stopped")]

@@ -8,7 +8,7 @@ use crate::job::JobKind;
 #[derive(Debug, Clone, Serialize)]
 pub struct DeliveryRow {
     pub id: i64,
-    pub forge: String,
+    pub forge: forgehand_types::ForgeKind,
     pub delivery_id: Option<String>,
     pub event: Option<String>,
     pub event_name: Option<String>,

@@ -36,6 +36,22 @@ impl ForgeKind {
     }
 }
 
+impl ForgeKind {
+    pub const ALL: [ForgeKind; 3] = [ForgeKind::Github, ForgeKind::Gitea, ForgeKind::Forgejo];
+}
+
+impl std::str::FromStr for ForgeKind {
+    type Err = String;
+
+    /// The name [`ForgeKind::as_str`] gives, as the store keeps it.
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        ForgeKind::ALL
+            .into_iter()
+            .find(|f| f.as_str() == name)
+            .ok_or_else(|| format!("unknown forge `{name}`"))
+    }
+}
+
 impl std::fmt::Display for ForgeKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -116,6 +132,23 @@ impl ReviewState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A delivery's forge is read back from the name the store keeps,
+    /// and the operator API shows the same name as before it was typed.
+    #[test]
+    fn a_forge_is_read_back_from_its_stored_name() {
+        for forge in ForgeKind::ALL {
+            assert_eq!(forge.as_str().parse::<ForgeKind>(), Ok(forge));
+            assert_eq!(
+                serde_json::to_value(forge).unwrap(),
+                serde_json::Value::from(forge.as_str())
+            );
+        }
+        assert_eq!(
+            "gitlab".parse::<ForgeKind>(),
+            Err("unknown forge `gitlab`".to_owned())
+        );
+    }
 
     /// The names are stored: their serialised forms must not move.
     #[test]

@@ -429,7 +429,11 @@ impl Store for SqliteStore {
             let jobs = jobs.into_iter().map(JobId).collect();
             listed.push(DeliveryRow {
                 id: row.id,
-                forge: row.forge,
+                forge: row.forge.parse().map_err(|what| StoreError::CorruptRow {
+                    table: "deliveries",
+                    id: row.id,
+                    what,
+                })?,
                 delivery_id: row.delivery_id,
                 event: row.event,
                 event_name: row.event_name,
