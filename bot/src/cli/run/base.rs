@@ -27,6 +27,8 @@ pub enum InputError {
     Uncommitted(Vec<String>),
     #[error("`git status` in {0} failed: {1}")]
     Status(PathBuf, String),
+    #[error("the working tree at {0} could not be committed for the run: {1}")]
+    Commit(PathBuf, String),
     #[error("Forgehand's data would be kept inside the repository it works on ({listed}): set server.data_dir in the configuration to a directory outside {repo}")]
     DataInside { listed: String, repo: PathBuf },
 }
@@ -86,8 +88,8 @@ pub fn open(path: &Path, include_uncommitted: bool) -> Result<Base, InputError> 
         }
         return Err(InputError::Uncommitted(shown));
     }
-    let commit = commit_working_tree(&source.repo, head_commit)
-        .map_err(|_| InputError::NotARepository(path.clone()))?;
+    let commit = commit_working_tree(&path, &source.repo, head_commit)
+        .map_err(|e| InputError::Commit(path.clone(), e.to_string()))?;
     Ok(Base {
         path,
         source,
@@ -105,35 +107,21 @@ pub fn open(path: &Path, include_uncommitted: bool) -> Result<Base, InputError> 
 /// a file whose checkout differs from its blob read as modified whenever
 /// its timestamps sent libgit2 to the contents — a clean clone refused
 /// or not depending on the second it was checked out in. What counts is
-/// what the user's own `git status` says. `--no-optional-locks`: the
-/// user's index is not rewritten by looking.
+/// what the user's own `git status` says.
 fn uncommitted(path: &Path) -> std::io::Result<Vec<String>> {
-    let out = std::process::Command::new("git")
-        .arg("--no-optional-locks")
-        .arg("-C")
-        .arg(path)
-        .args([
+    let out = git(
+        path,
+        None,
+        &[
             "status",
             "--porcelain=v1",
             "-z",
             "--untracked-files=all",
             "--ignore-submodules=all",
             "--no-renames",
-        ])
-        // The repository is the one given, whatever the caller's shell
-        // points git at.
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
-        .stdin(std::process::Stdio::null())
-        .output()?;
-    if !out.status.success() {
-        return Err(std::io::Error::other(
-            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        ));
-    }
+        ],
+    )?;
     let mut entries: Vec<(String, String)> = out
-        .stdout
         .split(|b| *b == 0)
         .filter(|entry| entry.len() > 3)
         .map(|entry| {
@@ -155,26 +143,71 @@ fn uncommitted(path: &Path) -> std::io::Result<Vec<String>> {
         .collect())
 }
 
+/// `git ARGS` in the repository at `path` (with `index` as its index
+/// when given), its standard output; a failure is git's own message.
+/// `--no-optional-locks`: the user's index is not rewritten by looking.
+fn git(path: &Path, index: Option<&Path>, args: &[&str]) -> std::io::Result<Vec<u8>> {
+    let mut command = std::process::Command::new("git");
+    command
+        .arg("--no-optional-locks")
+        .arg("-C")
+        .arg(path)
+        .args(args)
+        // The repository is the one given, whatever the caller's shell
+        // points git at.
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(std::process::Stdio::null());
+    if let Some(index) = index {
+        command.env("GIT_INDEX_FILE", index);
+    }
+    let out = command.output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        ));
+    }
+    Ok(out.stdout)
+}
+
 /// A commit of the whole working tree (tracked changes and untracked,
-/// not ignored files) on top of `head`, made from a copy of the index in
-/// memory: the user's index, branch and files are left as they were.
-fn commit_working_tree(repo: &git2::Repository, head: git2::Oid) -> Result<git2::Oid, git2::Error> {
-    let mut index = repo.index()?;
-    index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
-    index.update_all(["*"].iter(), None)?;
-    let tree = repo.find_tree(index.write_tree()?)?;
-    // Read again from disk: the in-memory changes are not the user's.
-    index.read(true)?;
+/// not ignored files) on top of `head`, its tree made by git itself in an
+/// index of its own: what is committed is what `git status` listed, the
+/// repository's filters applied (libgit2 knows none, and committed a
+/// `working-tree-encoding` file's checkout bytes as its contents), and
+/// the user's index, branch and files are left as they were.
+fn commit_working_tree(
+    path: &Path,
+    repo: &git2::Repository,
+    head: git2::Oid,
+) -> Result<git2::Oid, WorkingTreeError> {
+    let scratch = tempfile::tempdir()?;
+    let index = scratch.path().join("index");
+    git(path, Some(&index), &["read-tree", &head.to_string()])?;
+    git(path, Some(&index), &["add", "--all", "--", "."])?;
+    let tree = git(path, Some(&index), &["write-tree"])?;
+    let tree = git2::Oid::from_str(String::from_utf8_lossy(&tree).trim())?;
+    let tree = repo.find_tree(tree)?;
     let signature = git2::Signature::now("forgehand run", "forgehand@localhost")?;
     let parent = repo.find_commit(head)?;
-    repo.commit(
+    Ok(repo.commit(
         None,
         &signature,
         &signature,
         "The working tree's uncommitted changes (forgehand run --include-uncommitted)",
         &tree,
         &[&parent],
-    )
+    )?)
+}
+
+/// Why the working tree could not be committed.
+#[derive(Debug, thiserror::Error)]
+enum WorkingTreeError {
+    #[error("{0}")]
+    Git(#[from] std::io::Error),
+    #[error("{0}")]
+    Libgit2(#[from] git2::Error),
 }
 
 /// The configured data paths inside the repository, refused.
@@ -320,6 +353,26 @@ mod tests {
             std::fs::read(dir.path().join(".git/index")).unwrap(),
             index,
             "looking does not rewrite the user's index"
+        );
+
+        // Taken in with a new file: what is committed is what git would
+        // commit — the encoded file's blob as it was, not its checkout's
+        // UTF-16 bytes (libgit2 committed those).
+        std::fs::write(dir.path().join("notes.txt"), "n\n").unwrap();
+        let base = open(dir.path(), true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(base.included, ["?? notes.txt"]);
+        let repo = git2::Repository::open(dir.path()).unwrap();
+        let tree = repo.find_commit(base.commit).unwrap().tree().unwrap();
+        let head = repo.head().unwrap().peel_to_tree().unwrap();
+        assert_eq!(
+            tree.get_path(Path::new("calc.py")).unwrap().id(),
+            head.get_path(Path::new("calc.py")).unwrap().id()
+        );
+        assert!(tree.get_path(Path::new("notes.txt")).is_ok());
+        assert_eq!(
+            std::fs::read(dir.path().join(".git/index")).unwrap(),
+            index,
+            "taking the tree in does not touch the user's index either"
         );
     }
 }
