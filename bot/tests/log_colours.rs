@@ -62,11 +62,19 @@ fn a_log_on_a_terminal_is_coloured_unless_no_color_is_set() {
         let dir = tempfile::tempdir().unwrap();
         let transcript = dir.path().join("typescript");
         // `script` runs the command on a new pseudo-terminal and copies
-        // what it writes there to the transcript.
+        // what it writes there to the transcript. The command runs in a
+        // session of its own, which killing `script` does not end: it
+        // says its pid (`exec` keeps the shell's) so that the test stops
+        // the server itself (every run left two serving).
+        let pid_file = dir.path().join("serve.pid");
         let mut command = Command::new("script");
         command
             .args(["--quiet", "--flush", "--command"])
-            .arg(format!("{} serve", env!("CARGO_BIN_EXE_forgehand")))
+            .arg(format!(
+                "echo $$ > '{}'; exec '{}' serve",
+                pid_file.display(),
+                env!("CARGO_BIN_EXE_forgehand")
+            ))
             .arg(&transcript)
             .env_clear()
             .envs(env(dir.path()))
@@ -84,6 +92,12 @@ fn a_log_on_a_terminal_is_coloured_unless_no_color_is_set() {
             || std::fs::read_to_string(&transcript).unwrap_or_default(),
             "is serving",
         );
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stopped = Command::new("kill")
+            .args(["-KILL", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(stopped.success(), "the server (pid {pid}) was not there");
         let _ = child.kill();
         let _ = child.wait();
         let mut rest = String::new();

@@ -82,6 +82,16 @@ struct Replica {
     log: PathBuf,
 }
 
+/// A replica outlives no test, a failing one included.
+impl Drop for Replica {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
