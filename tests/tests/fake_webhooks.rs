@@ -69,8 +69,9 @@ async fn forge(kind: Kind, url: &str, secret: &str, bot: &str) -> FakeForge {
     forge.set_clone_url(REPO, CLONE_URL);
     // The repository's branches, as the forge knows them, and a
     // collaborator to ask for a review.
-    let git = tempfile::tempdir().unwrap().keep();
-    forge.make_git(REPO, &git, &["main", "fast", "forgehand/issue-1"]);
+    let git = tempfile::tempdir().unwrap();
+    forge.make_git(REPO, git.path(), &["main", "fast", "forgehand/issue-1"]);
+    forge.hold(git);
     forge.with(|s| {
         s.permissions
             .insert((REPO.into(), "maintainer".into()), "write".into());

@@ -49,6 +49,9 @@ pub struct FakeForge {
     answered: Arc<tokio::sync::Notify>,
     _deliverer: webhooks::Deliverer,
     _server: crate::local_server::LocalServer,
+    /// Directories the forge's repositories live in, removed with it
+    /// (kept past the test, they added up on the machine).
+    dirs: Mutex<Vec<tempfile::TempDir>>,
 }
 
 struct Shared {
@@ -122,6 +125,7 @@ impl FakeForge {
             answered,
             _deliverer: deliverer,
             _server: server,
+            dirs: Mutex::new(Vec::new()),
         })
     }
 
@@ -152,16 +156,16 @@ impl FakeForge {
         made
     }
 
-    /// `acme/demo` as the API tests use it: a git directory (kept under
-    /// the system's temporary directory) with `main` and the head
+    /// `acme/demo` as the API tests use it: a git directory (removed
+    /// with the forge) with `main` and the head
     /// branches the tests open pull requests from, and the bot (`login`)
     /// a collaborator that may write, as its installation would make it.
     /// Returns `main`'s commit.
     pub fn api_test_repository(&self, login: &str) -> String {
-        let dir = tempfile::tempdir().unwrap().keep();
+        let dir = tempfile::tempdir().unwrap();
         let made = self.make_git(
             "acme/demo",
-            &dir,
+            dir.path(),
             &[
                 "main",
                 "forgehand/1-fix",
@@ -173,7 +177,13 @@ impl FakeForge {
             s.permissions
                 .insert(("acme/demo".into(), login.into()), "write".into());
         });
+        self.hold(dir);
         made[0].1.clone()
+    }
+
+    /// Keeps `dir` (a repository's) until the forge is dropped.
+    pub fn hold(&self, dir: tempfile::TempDir) {
+        self.dirs.lock().unwrap().push(dir);
     }
 
     /// What the forge refused for what it asked (see `strict`).
