@@ -21,6 +21,8 @@ pub enum ForgeKind {
 }
 
 impl ForgeKind {
+    pub const ALL: [ForgeKind; 3] = [ForgeKind::Github, ForgeKind::Gitea, ForgeKind::Forgejo];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ForgeKind::Github => "github",
@@ -34,10 +36,6 @@ impl ForgeKind {
     pub fn is_gitea_family(self) -> bool {
         matches!(self, ForgeKind::Gitea | ForgeKind::Forgejo)
     }
-}
-
-impl ForgeKind {
-    pub const ALL: [ForgeKind; 3] = [ForgeKind::Github, ForgeKind::Gitea, ForgeKind::Forgejo];
 }
 
 impl std::str::FromStr for ForgeKind {

@@ -121,7 +121,7 @@ fn uncommitted(path: &Path) -> std::io::Result<Vec<String>> {
             "--no-renames",
         ],
     )?;
-    let mut entries: Vec<(String, String)> = out
+    let mut entries: Vec<(String, &str)> = out
         .split(|b| *b == 0)
         .filter(|entry| entry.len() > 3)
         .map(|entry| {
@@ -132,8 +132,7 @@ fn uncommitted(path: &Path) -> std::io::Result<Vec<String>> {
                 (b'A', _) => "A",
                 _ => "M",
             };
-            let name = String::from_utf8_lossy(&entry[3..]).into_owned();
-            (name, code.to_owned())
+            (String::from_utf8_lossy(&entry[3..]).into_owned(), code)
         })
         .collect();
     entries.sort();
